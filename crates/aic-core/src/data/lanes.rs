@@ -1,0 +1,719 @@
+//! Attention kernel lanes (spec 30 §9, 11 §4.1): per-lane densities of the attention tables and
+//! the `lane_order` the compile step writes into every top-level attention op. A lane is a
+//! `kernel_source` value; the order decides which lane answers a slice at query time.
+
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use crate::data::parquet::RawTable;
+use crate::data::sources::{Source, SourceResolver};
+use crate::data::system::{yaml_scalar_text, SystemSpec};
+use crate::data::versions::lane_default_key;
+use crate::error::{AicError, Result};
+use crate::spec::Backend;
+
+/// The lane of rows without a `kernel_source` column or value.
+pub const DEFAULT_LANE: &str = "default";
+
+/// The framework-agnostic lanes every walk lists (spec 30 §9 step 4).
+const KNOWN_LANES: [&str; 5] = ["fa3", "fla", "flashinfer", "trtllm_mha", "triton"];
+
+/// Which attention table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionPhase {
+    /// `context_attention_perf.parquet`
+    Context,
+    /// `generation_attention_perf.parquet`
+    Generation,
+}
+
+impl AttentionPhase {
+    /// The table basename.
+    pub fn basename(self) -> &'static str {
+        match self {
+            AttentionPhase::Context => "context_attention_perf.parquet",
+            AttentionPhase::Generation => "generation_attention_perf.parquet",
+        }
+    }
+
+    /// `context` / `generation`, as in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            AttentionPhase::Context => "context",
+            AttentionPhase::Generation => "generation",
+        }
+    }
+}
+
+/// One lane's density: distinct slice keys and distinct full keys (first-wins rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneDensity {
+    /// The `kernel_source` value (`default` when absent).
+    pub lane: String,
+    /// Distinct slice keys among the lane's accepted rows.
+    pub slices: usize,
+    /// Distinct (slice key + grid point) keys.
+    pub rows: usize,
+}
+
+/// (attn dtype id or 0, kv dtype id, n_kv_lookup, head_dim, window)
+type SliceKey = (u32, u32, i64, i64, i64);
+/// slice key + three grid coordinates
+type FullKey = (SliceKey, i64, i64, i64);
+
+#[derive(Default)]
+struct LaneAcc {
+    slices: HashSet<SliceKey>,
+    rows: HashSet<FullKey>,
+}
+
+/// Accumulates lane densities over sources in priority order.
+#[derive(Default)]
+struct DensityAcc {
+    order: Vec<String>,
+    index: HashMap<String, usize>,
+    lanes: Vec<LaneAcc>,
+    strings: HashMap<String, u32>,
+}
+
+impl DensityAcc {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32 + 1;
+        self.strings.insert(s.to_string(), id);
+        id
+    }
+
+    fn lane(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.lanes.len();
+        self.order.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        self.lanes.push(LaneAcc::default());
+        i
+    }
+
+    fn add_source(&mut self, source: &Source, phase: AttentionPhase) -> Result<()> {
+        if !source.path.is_file() {
+            return Ok(());
+        }
+        let cols: &[&str] = &[
+            "kernel_source",
+            "attn_dtype",
+            "kv_cache_dtype",
+            "num_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "window_size",
+            "isl",
+            "batch_size",
+            "step",
+        ];
+        let t = RawTable::read_columns(&source.path, cols)?;
+        let kernel = t.opt_str("kernel_source")?;
+        let attn = match phase {
+            AttentionPhase::Context => Some(t.str("attn_dtype")?),
+            AttentionPhase::Generation => None,
+        };
+        let kv = t.str("kv_cache_dtype")?;
+        let heads = t.int("num_heads")?;
+        let n_kv = t.int("num_key_value_heads")?;
+        let head_dim = t.int("head_dim")?;
+        let window = t.opt_int("window_size")?;
+        let isl = t.int("isl")?;
+        let batch = t.int("batch_size")?;
+        let step = match phase {
+            AttentionPhase::Context => None,
+            AttentionPhase::Generation => t.opt_int("step")?,
+        };
+        let mut last_lane: Option<(&str, usize)> = None;
+        for i in 0..t.num_rows {
+            let ks = kernel.map(|k| k[i].as_str());
+            if !source.accepts(ks) {
+                continue;
+            }
+            let name = match ks {
+                Some(k) if !k.is_empty() => k,
+                _ => DEFAULT_LANE,
+            };
+            let li = match last_lane {
+                Some((n, li)) if n == name => li,
+                _ => {
+                    let li = self.lane(name);
+                    last_lane = Some((name, li));
+                    li
+                }
+            };
+            let a = match attn {
+                Some(a) => self.intern(&a[i]),
+                None => 0,
+            };
+            let k = self.intern(&kv[i]);
+            let n_kv_lookup = if n_kv[i] == heads[i] { 0 } else { n_kv[i] };
+            let w = window.map_or(0, |w| w[i]);
+            let slice: SliceKey = (a, k, n_kv_lookup, head_dim[i], w);
+            let full: FullKey = match phase {
+                AttentionPhase::Context => (slice, heads[i], isl[i], batch[i]),
+                AttentionPhase::Generation => {
+                    (slice, heads[i], batch[i], isl[i] + step.map_or(0, |s| s[i]))
+                }
+            };
+            let lane = &mut self.lanes[li];
+            if lane.rows.insert(full) {
+                lane.slices.insert(slice);
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Vec<LaneDensity> {
+        self.order
+            .iter()
+            .zip(&self.lanes)
+            .map(|(lane, acc)| LaneDensity {
+                lane: lane.clone(),
+                slices: acc.slices.len(),
+                rows: acc.rows.len(),
+            })
+            .collect()
+    }
+}
+
+/// Lane densities of one attention table over the resolver's sources (or its primary only),
+/// lanes in first-seen order.
+pub fn attention_lane_density(
+    resolver: &SourceResolver,
+    phase: AttentionPhase,
+    primary_only: bool,
+) -> Result<Vec<LaneDensity>> {
+    let sources: Vec<Source> = if primary_only {
+        resolver
+            .primary_source(phase.basename())
+            .into_iter()
+            .collect()
+    } else {
+        resolver.sources(phase.basename())
+    };
+    let mut acc = DensityAcc::default();
+    for s in &sources {
+        acc.add_source(s, phase)?;
+    }
+    Ok(acc.snapshot())
+}
+
+/// Primary and shared densities in one pass over the sources.
+fn primary_and_shared(
+    resolver: &SourceResolver,
+    phase: AttentionPhase,
+) -> Result<(Vec<LaneDensity>, Vec<LaneDensity>)> {
+    let sources = resolver.sources(phase.basename());
+    let has_primary = resolver.primary_source(phase.basename()).is_some();
+    let mut acc = DensityAcc::default();
+    let mut primary = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        acc.add_source(s, phase)?;
+        if i == 0 && has_primary {
+            primary = acc.snapshot();
+        }
+    }
+    Ok((primary, acc.snapshot()))
+}
+
+/// The framework-default lane from `attention_lane_defaults.yaml`: `(matched, lane)` where
+/// `matched` says the map has an entry for (backend, floor-matched version, sm).
+pub fn framework_default_lane(
+    systems_root: &Path,
+    backend: Backend,
+    version: &str,
+    sm_version: u32,
+) -> Result<(bool, Option<String>)> {
+    let path = systems_root.join("attention_lane_defaults.yaml");
+    if !path.is_file() {
+        return Ok((false, None));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
+    let value: serde_yaml::Value = serde_yaml::from_str(&text)
+        .map_err(|e| AicError::System(format!("{}: {e}", path.display())))?;
+    let Some(versions) = value.get(backend.as_str()).and_then(|v| v.as_mapping()) else {
+        return Ok((false, None));
+    };
+    let want = lane_default_key(version);
+    let mut best: Option<(Vec<u64>, &serde_yaml::Value)> = None;
+    for (k, v) in versions {
+        let Some(name) = yaml_scalar_text(k) else {
+            continue;
+        };
+        let key = lane_default_key(&name);
+        if key <= want && best.as_ref().is_none_or(|(b, _)| key > *b) {
+            best = Some((key, v));
+        }
+    }
+    let Some((_, sms)) = best else {
+        return Ok((false, None));
+    };
+    let Some(sms) = sms.as_mapping() else {
+        return Ok((false, None));
+    };
+    for (k, v) in sms {
+        let sm = yaml_scalar_text(k).and_then(|s| s.trim().parse::<u32>().ok());
+        if sm == Some(sm_version) {
+            return Ok((true, yaml_scalar_text(v)));
+        }
+    }
+    Ok((false, None))
+}
+
+/// Lanes an `attention_backend` override pins, or the unsupported-override error.
+fn override_lanes(backend: Backend, name: &str) -> Result<Vec<String>> {
+    let lanes: Option<Vec<&str>> = match backend {
+        Backend::Sglang => match name {
+            "fa3" | "triton" | "trtllm_mha" | "flashinfer" | "fla" => Some(vec![name]),
+            _ => None,
+        },
+        Backend::Vllm => match name {
+            "triton" => Some(vec!["vllm_triton_attn"]),
+            "flashinfer" => Some(vec![
+                "vllm_flashinfer_trtllmprefill",
+                "vllm_flashinfer_trtllmdecode",
+                "vllm_flashinfer",
+            ]),
+            _ => None,
+        },
+        Backend::Trtllm => None,
+    };
+    match lanes {
+        Some(l) => Ok(l.into_iter().map(str::to_string).collect()),
+        None => {
+            let supported = match backend {
+                Backend::Sglang => "['default', 'fa3', 'triton', 'trtllm_mha', 'flashinfer', 'fla']",
+                Backend::Vllm => "['default', 'triton', 'flashinfer']",
+                Backend::Trtllm => "['default']",
+            };
+            Err(AicError::InvalidConfig(format!(
+                "attention_backend='{name}' is not supported on backend '{}'; supported values: \
+                 {supported}.",
+                backend.as_str()
+            )))
+        }
+    }
+}
+
+/// `walk(D)` of spec 30 §9 step 4.
+fn walk(pinned: &[String], d: &[LaneDensity]) -> Vec<String> {
+    let density = |lane: &str| {
+        d.iter()
+            .find(|x| x.lane == lane)
+            .map_or((0, 0), |x| (x.slices, x.rows))
+    };
+    let sort_key = |lane: &str| {
+        let (s, r) = density(lane);
+        (Reverse(s), Reverse(r), lane.to_string())
+    };
+    let is_pinned = |lane: &str| pinned.iter().any(|p| p == lane);
+    let mut out: Vec<String> = pinned.to_vec();
+    let mut donors: Vec<&str> = KNOWN_LANES.iter().copied().filter(|l| !is_pinned(l)).collect();
+    donors.sort_by_key(|l| sort_key(l));
+    out.extend(donors.into_iter().map(str::to_string));
+    out.push(DEFAULT_LANE.to_string());
+    let mut rest: Vec<&str> = d
+        .iter()
+        .map(|x| x.lane.as_str())
+        .filter(|l| !KNOWN_LANES.contains(l) && *l != DEFAULT_LANE && !is_pinned(l))
+        .collect();
+    rest.sort_by_key(|l| sort_key(l));
+    out.extend(rest.into_iter().map(str::to_string));
+    out
+}
+
+/// Combines pinned lanes with the primary and shared densities (spec 30 §9 step 5).
+fn combine(pinned: &[String], primary: &[LaneDensity], shared: &[LaneDensity]) -> Vec<String> {
+    if primary.is_empty() {
+        return walk(pinned, shared);
+    }
+    let is_pinned = |lane: &String| pinned.contains(lane);
+    let in_primary = |lane: &String| primary.iter().any(|x| x.lane == *lane);
+    let mut out: Vec<String> = pinned.to_vec();
+    out.extend(
+        walk(pinned, primary)
+            .into_iter()
+            .filter(|l| in_primary(l) && !is_pinned(l)),
+    );
+    out.extend(
+        walk(pinned, shared)
+            .into_iter()
+            .filter(|l| !in_primary(l) && !is_pinned(l)),
+    );
+    out
+}
+
+/// The `lane_order` of a top-level attention op (spec 30 §9, 11 §4.1).
+pub fn attention_lane_order(
+    systems_root: &Path,
+    system: &SystemSpec,
+    backend: Backend,
+    version: &str,
+    phase: AttentionPhase,
+    enable_shared_layer: bool,
+    attention_backend_override: Option<&str>,
+) -> Result<Vec<String>> {
+    let override_name = attention_backend_override.filter(|o| *o != DEFAULT_LANE);
+    let mut pinned: Vec<String> = match override_name {
+        Some(o) => override_lanes(backend, o)?,
+        None => Vec::new(),
+    };
+    let (matched, framework_lane) =
+        framework_default_lane(systems_root, backend, version, system.gpu.sm_version)?;
+    if let Some(lane) = framework_lane {
+        if lane != DEFAULT_LANE && !pinned.contains(&lane) {
+            pinned.push(lane);
+        }
+    }
+    if pinned.is_empty() && !matched {
+        return Ok(vec![DEFAULT_LANE.to_string()]);
+    }
+    let resolver = SourceResolver::new(system, backend, version, enable_shared_layer)?;
+    let (primary, shared) = primary_and_shared(&resolver, phase)?;
+    if let Some(o) = override_name {
+        let lanes = override_lanes(backend, o)?;
+        if !lanes.iter().any(|l| shared.iter().any(|d| d.lane == *l)) {
+            return Err(AicError::InvalidConfig(format!(
+                "attention_backend='{o}' has no {} attention measurements for {} {} on {} \
+                 (lanes {:?}; measured lanes {:?})",
+                phase.label(),
+                backend.as_str(),
+                version,
+                system.name,
+                lanes,
+                shared.iter().map(|d| d.lane.as_str()).collect::<Vec<_>>()
+            )));
+        }
+    }
+    Ok(combine(&pinned, &primary, &shared))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/systems")
+    }
+
+    fn sys(name: &str) -> SystemSpec {
+        SystemSpec::load(&root(), name).unwrap()
+    }
+
+    fn dens(list: &[(&str, usize, usize)]) -> Vec<LaneDensity> {
+        list.iter()
+            .map(|(l, s, r)| LaneDensity {
+                lane: l.to_string(),
+                slices: *s,
+                rows: *r,
+            })
+            .collect()
+    }
+
+    fn sorted(mut d: Vec<LaneDensity>) -> Vec<LaneDensity> {
+        d.sort_by(|a, b| a.lane.cmp(&b.lane));
+        d
+    }
+
+    fn density(
+        system: &str,
+        backend: Backend,
+        version: &str,
+        phase: AttentionPhase,
+        primary: bool,
+    ) -> Vec<LaneDensity> {
+        let r = SourceResolver::new(&sys(system), backend, version, true).unwrap();
+        attention_lane_density(&r, phase, primary).unwrap()
+    }
+
+    fn order(
+        system: &str,
+        backend: Backend,
+        version: &str,
+        phase: AttentionPhase,
+        shared: bool,
+        ovr: Option<&str>,
+    ) -> Result<Vec<String>> {
+        attention_lane_order(&root(), &sys(system), backend, version, phase, shared, ovr)
+    }
+
+    fn v(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    use AttentionPhase::{Context, Generation};
+
+    #[test]
+    fn densities_sm90() {
+        for s in ["h200_sxm", "h100_sxm"] {
+            for primary in [true, false] {
+                assert_eq!(
+                    sorted(density(s, Backend::Vllm, "0.24.0", Context, primary)),
+                    dens(&[("vllm_flash_attn_fa3", 84, 50252), ("vllm_flash_attn_fa4", 3, 578)])
+                );
+                assert_eq!(
+                    sorted(density(s, Backend::Vllm, "0.24.0", Generation, primary)),
+                    dens(&[("vllm_flash_attn_fa3", 84, 61366), ("vllm_flash_attn_fa4", 3, 800)])
+                );
+                assert_eq!(
+                    sorted(density(s, Backend::Sglang, "0.5.14", Context, primary)),
+                    dens(&[("fa3", 66, 31622), ("triton", 24, 3468)])
+                );
+                assert_eq!(
+                    sorted(density(s, Backend::Sglang, "0.5.14", Generation, primary)),
+                    dens(&[("fa3", 66, 37176), ("triton", 16, 3292)])
+                );
+                assert_eq!(
+                    density(s, Backend::Trtllm, "1.3.0rc20", Generation, primary),
+                    dens(&[("torch_flow", 66, 52033)])
+                );
+            }
+        }
+        assert_eq!(
+            density("h200_sxm", Backend::Trtllm, "1.3.0rc20", Context, false),
+            dens(&[("torch_flow", 99, 75837)])
+        );
+        assert_eq!(
+            density("h100_sxm", Backend::Trtllm, "1.3.0rc20", Context, false),
+            dens(&[("torch_flow", 99, 75840)])
+        );
+    }
+
+    #[test]
+    fn densities_b200() {
+        let vllm_ctx_primary = dens(&[
+            ("vllm_flashinfer_trtllmdecode", 72, 3684),
+            ("vllm_flashinfer_trtllmprefill", 72, 44664),
+            ("vllm_triton_attn", 9, 1632),
+        ]);
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Vllm, "0.24.0", Context, true)),
+            vllm_ctx_primary
+        );
+        let mut shared = vllm_ctx_primary.clone();
+        shared.insert(0, dens(&[("vllm_flashinfer", 50, 35360)]).remove(0));
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Vllm, "0.24.0", Context, false)),
+            shared
+        );
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Vllm, "0.24.0", Generation, false)),
+            dens(&[
+                ("vllm_flashinfer", 50, 36240),
+                ("vllm_flashinfer_trtllmdecode", 72, 59582),
+                ("vllm_triton_attn", 9, 2228),
+            ])
+        );
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Sglang, "0.5.14", Context, false)),
+            dens(&[("flashinfer", 10, 2584), ("triton", 39, 9486), ("trtllm_mha", 66, 31141)])
+        );
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Sglang, "0.5.14", Generation, false)),
+            dens(&[("flashinfer", 10, 3570), ("triton", 26, 8620), ("trtllm_mha", 66, 36311)])
+        );
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Trtllm, "1.3.0rc20", Context, false)),
+            dens(&[("torch_flow", 72, 67107), ("torch_flow_flashinfer", 16, 2312)])
+        );
+        assert_eq!(
+            sorted(density("b200_sxm", Backend::Trtllm, "1.3.0rc20", Generation, false)),
+            dens(&[("torch_flow", 48, 46980), ("torch_flow_flashinfer", 16, 3540)])
+        );
+        // first-seen order: b200 sglang context lanes appear as trtllm_mha, triton, flashinfer
+        let lanes: Vec<String> = density("b200_sxm", Backend::Sglang, "0.5.14", Context, false)
+            .into_iter()
+            .map(|d| d.lane)
+            .collect();
+        assert_eq!(lanes, v(&["trtllm_mha", "triton", "flashinfer"]));
+    }
+
+    #[test]
+    fn lane_orders_spec_tables() {
+        let sm90_vllm = v(&[
+            "vllm_flash_attn_fa3",
+            "vllm_flash_attn_fa4",
+            "fa3",
+            "fla",
+            "flashinfer",
+            "triton",
+            "trtllm_mha",
+            "default",
+        ]);
+        let sm90_sglang = v(&["fa3", "triton", "fla", "flashinfer", "trtllm_mha", "default"]);
+        for s in ["h200_sxm", "h100_sxm"] {
+            for phase in [Context, Generation] {
+                assert_eq!(
+                    order(s, Backend::Vllm, "0.24.0", phase, true, None).unwrap(),
+                    sm90_vllm
+                );
+                assert_eq!(
+                    order(s, Backend::Sglang, "0.5.14", phase, true, None).unwrap(),
+                    sm90_sglang
+                );
+                assert_eq!(
+                    order(s, Backend::Trtllm, "1.3.0rc20", phase, true, None).unwrap(),
+                    v(&["default"])
+                );
+            }
+        }
+        let b200_ctx = v(&[
+            "vllm_flashinfer_trtllmprefill",
+            "vllm_flashinfer_trtllmdecode",
+            "vllm_triton_attn",
+            "fa3",
+            "fla",
+            "flashinfer",
+            "triton",
+            "trtllm_mha",
+            "default",
+            "vllm_flashinfer",
+        ]);
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.24.0", Context, true, None).unwrap(),
+            b200_ctx
+        );
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.24.0", Generation, true, None).unwrap(),
+            b200_ctx[1..].to_vec()
+        );
+        // without the shared layer the 0.22.0-only lane disappears (goldens §1.2)
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.24.0", Context, false, None).unwrap(),
+            b200_ctx[..9].to_vec()
+        );
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.24.0", Generation, false, None).unwrap(),
+            b200_ctx[1..9].to_vec()
+        );
+        let b200_sglang = v(&["triton", "trtllm_mha", "flashinfer", "fa3", "fla", "default"]);
+        for phase in [Context, Generation] {
+            assert_eq!(
+                order("b200_sxm", Backend::Sglang, "0.5.14", phase, true, None).unwrap(),
+                b200_sglang
+            );
+            assert_eq!(
+                order("b200_sxm", Backend::Trtllm, "1.3.0rc20", phase, true, None).unwrap(),
+                v(&["default"])
+            );
+        }
+    }
+
+    #[test]
+    fn lane_orders_with_overrides() {
+        assert_eq!(
+            order("h200_sxm", Backend::Sglang, "0.5.14", Context, true, Some("triton")).unwrap(),
+            v(&["triton", "fa3", "fla", "flashinfer", "trtllm_mha", "default"])
+        );
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.24.0", Context, true, Some("flashinfer")).unwrap(),
+            v(&[
+                "vllm_flashinfer_trtllmprefill",
+                "vllm_flashinfer_trtllmdecode",
+                "vllm_flashinfer",
+                "vllm_triton_attn",
+                "fa3",
+                "fla",
+                "flashinfer",
+                "triton",
+                "trtllm_mha",
+                "default",
+            ])
+        );
+        // `default` pins nothing
+        assert_eq!(
+            order("h200_sxm", Backend::Trtllm, "1.3.0rc20", Context, true, Some("default"))
+                .unwrap(),
+            v(&["default"])
+        );
+        let e = order("h200_sxm", Backend::Trtllm, "1.3.0rc20", Context, true, Some("fa3"))
+            .unwrap_err();
+        assert!(e.to_string().contains(
+            "attention_backend='fa3' is not supported on backend 'trtllm'; supported values: \
+             ['default']."
+        ));
+        assert!(order("h200_sxm", Backend::Vllm, "0.24.0", Context, true, Some("fa3")).is_err());
+        // an override lane with no measurements is an error
+        let e = order("h200_sxm", Backend::Sglang, "0.5.14", Context, true, Some("flashinfer"))
+            .unwrap_err();
+        assert!(e.to_string().contains("has no context attention measurements"), "{e}");
+    }
+
+    #[test]
+    fn lane_orders_other_versions() {
+        // vllm next = 0.27.0 (no own rows): walk(shared)
+        let next = v(&[
+            "fa3",
+            "fla",
+            "flashinfer",
+            "triton",
+            "trtllm_mha",
+            "default",
+            "vllm_flash_attn_fa3",
+            "vllm_flash_attn_fa4",
+        ]);
+        for phase in [Context, Generation] {
+            assert_eq!(
+                order("h200_sxm", Backend::Vllm, "0.27.0", phase, true, None).unwrap(),
+                next
+            );
+        }
+        // below the lowest map key: ["default"]
+        assert_eq!(
+            order("b200_sxm", Backend::Vllm, "0.22.0", Context, true, None).unwrap(),
+            v(&["default"])
+        );
+        assert_eq!(
+            order("h200_sxm", Backend::Sglang, "0.5.13", Context, true, None).unwrap(),
+            v(&["default"])
+        );
+        // sglang next 0.5.16 floor-matches 0.5.14 (pin fa3) and rides backward fill
+        assert_eq!(
+            order("h200_sxm", Backend::Sglang, "0.5.16", Context, true, None).unwrap(),
+            v(&["fa3", "triton", "fla", "flashinfer", "trtllm_mha", "default"])
+        );
+    }
+
+    #[test]
+    fn lane_default_floor_match() {
+        let r = root();
+        let f = |b, ver: &str, sm| framework_default_lane(&r, b, ver, sm).unwrap();
+        assert_eq!(f(Backend::Sglang, "0.5.14", 90), (true, Some("fa3".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.14.post1", 90), (true, Some("fa3".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.14rc1", 90), (true, Some("fa3".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.14", 100), (true, Some("triton".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.14", 103), (true, Some("triton".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.14", 120), (true, Some("flashinfer".into())));
+        assert_eq!(f(Backend::Sglang, "0.5.13", 90), (false, None));
+        assert_eq!(f(Backend::Vllm, "0.27.0", 100), (true, Some("default".into())));
+        assert_eq!(f(Backend::Vllm, "0.24", 90), (false, None));
+        assert_eq!(f(Backend::Vllm, "v0.24.0", 90), (false, None));
+        assert_eq!(f(Backend::Vllm, "0.1.dev19262", 90), (false, None));
+        assert_eq!(f(Backend::Vllm, "0.24.0", 120), (false, None));
+        assert_eq!(f(Backend::Trtllm, "1.3.0rc20", 90), (false, None));
+    }
+
+    #[test]
+    fn walk_rules() {
+        // empty density: pinned + donors by name + default
+        assert_eq!(
+            walk(&v(&["fa3"]), &[]),
+            v(&["fa3", "fla", "flashinfer", "triton", "trtllm_mha", "default"])
+        );
+        let d = dens(&[("zz", 5, 1), ("aa", 5, 1), ("triton", 1, 10), ("default", 3, 3)]);
+        assert_eq!(
+            walk(&[], &d),
+            v(&["triton", "fa3", "fla", "flashinfer", "trtllm_mha", "default", "aa", "zz"])
+        );
+    }
+}

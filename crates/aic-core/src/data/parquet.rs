@@ -1,0 +1,685 @@
+//! Reads one perf-table parquet file into plain column vectors (spec 10 §1 LFS check, §2).
+//! Columns are resolved by name; integers widen to `i64`, floats to `f64`, strings
+//! (`Utf8`, `LargeUtf8`, views, dictionaries) to `String`. Rows keep file order.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
+    UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use crate::error::{AicError, Result};
+
+/// Magic text at the start of an unresolved Git LFS pointer file.
+const LFS_POINTER_PREFIX: &[u8] = b"version https://git-lfs";
+
+/// One decoded column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// Any integer column, widened to i64.
+    Int(Vec<i64>),
+    /// Any floating-point column, widened to f64.
+    Float(Vec<f64>),
+    /// A string column (nulls read as empty strings).
+    Str(Vec<String>),
+}
+
+impl Column {
+    /// The type name used in error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Column::Int(_) => "integer",
+            Column::Float(_) => "float",
+            Column::Str(_) => "string",
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Column::Int(v) => v.len(),
+            Column::Float(v) => v.len(),
+            Column::Str(v) => v.len(),
+        }
+    }
+}
+
+/// The decoded contents of one parquet file (all or a projection of its columns).
+#[derive(Debug, Clone)]
+pub struct RawTable {
+    /// The file read.
+    pub path: PathBuf,
+    /// Number of rows.
+    pub num_rows: usize,
+    columns: Vec<(String, Column)>,
+}
+
+fn file_error(path: &Path, message: impl Into<String>) -> AicError {
+    AicError::DataFile {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// Checks existence, size and magic before the parquet reader sees the file.
+fn open_checked(path: &Path) -> Result<File> {
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(file_error(path, "file not found"))
+        }
+        Err(e) => return Err(file_error(path, format!("cannot open file: {e}"))),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| file_error(path, format!("cannot stat file: {e}")))?
+        .len();
+    if len == 0 {
+        return Err(file_error(path, "empty file (0 bytes)"));
+    }
+    let mut head = [0u8; 23];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(file_error(path, format!("cannot read file: {e}"))),
+        }
+    }
+    let head = &head[..got];
+    if head == LFS_POINTER_PREFIX {
+        return Err(file_error(
+            path,
+            "unresolved Git LFS pointer, not parquet data; run `git lfs pull` in the data \
+             repository to fetch the real file",
+        ));
+    }
+    if !head.starts_with(b"PAR1") {
+        return Err(file_error(
+            path,
+            "not a parquet file (the file does not start with the PAR1 magic)",
+        ));
+    }
+    Ok(file)
+}
+
+/// Appends the values of one arrow array to a column (created on the first batch).
+fn append(
+    path: &Path,
+    name: &str,
+    array: &ArrayRef,
+    row_offset: usize,
+    out: &mut Option<Column>,
+) -> Result<()> {
+    fn null_err(path: &Path, name: &str, array: &dyn Array, row_offset: usize) -> AicError {
+        let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0) + row_offset;
+        file_error(
+            path,
+            format!("parquet column \"{name}\" has a null value at row {row}"),
+        )
+    }
+    fn changed(path: &Path, name: &str) -> AicError {
+        file_error(
+            path,
+            format!("parquet column \"{name}\" changes type between batches"),
+        )
+    }
+    macro_rules! ints {
+        ($t:ty) => {{
+            if array.null_count() > 0 {
+                return Err(null_err(path, name, array.as_ref(), row_offset));
+            }
+            let a = array.as_primitive::<$t>();
+            let Column::Int(v) = out.get_or_insert_with(|| Column::Int(Vec::with_capacity(a.len())))
+            else {
+                return Err(changed(path, name));
+            };
+            v.extend(a.values().iter().map(|&x| x as i64));
+        }};
+    }
+    macro_rules! floats {
+        ($t:ty) => {{
+            if array.null_count() > 0 {
+                return Err(null_err(path, name, array.as_ref(), row_offset));
+            }
+            let a = array.as_primitive::<$t>();
+            let Column::Float(v) =
+                out.get_or_insert_with(|| Column::Float(Vec::with_capacity(a.len())))
+            else {
+                return Err(changed(path, name));
+            };
+            v.extend(a.values().iter().map(|&x| x as f64));
+        }};
+    }
+    macro_rules! strings {
+        ($iter:expr, $len:expr) => {{
+            let Column::Str(v) = out.get_or_insert_with(|| Column::Str(Vec::with_capacity($len)))
+            else {
+                return Err(changed(path, name));
+            };
+            v.extend($iter.map(|s: Option<&str>| s.unwrap_or("").to_string()));
+        }};
+    }
+    match array.data_type() {
+        DataType::Int64 => ints!(Int64Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int8 => ints!(Int8Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt64 => {
+            if array.null_count() > 0 {
+                return Err(null_err(path, name, array.as_ref(), row_offset));
+            }
+            let a = array.as_primitive::<UInt64Type>();
+            let Column::Int(v) = out.get_or_insert_with(|| Column::Int(Vec::with_capacity(a.len())))
+            else {
+                return Err(changed(path, name));
+            };
+            for (i, &x) in a.values().iter().enumerate() {
+                let x = i64::try_from(x).map_err(|_| {
+                    file_error(
+                        path,
+                        format!(
+                            "parquet column \"{name}\" value {x} at row {} overflows i64",
+                            i + row_offset
+                        ),
+                    )
+                })?;
+                v.push(x);
+            }
+        }
+        DataType::Float64 => floats!(Float64Type),
+        DataType::Float32 => floats!(Float32Type),
+        DataType::Utf8 => strings!(array.as_string::<i32>().iter(), array.len()),
+        DataType::LargeUtf8 => strings!(array.as_string::<i64>().iter(), array.len()),
+        DataType::Utf8View => strings!(array.as_string_view().iter(), array.len()),
+        DataType::Dictionary(_, value_type)
+            if matches!(
+                value_type.as_ref(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) =>
+        {
+            let dict = array
+                .as_any_dictionary_opt()
+                .ok_or_else(|| file_error(path, format!("bad dictionary column \"{name}\"")))?;
+            let keys = dict.normalized_keys();
+            let values: Vec<Option<String>> = {
+                let mut tmp: Option<Column> = None;
+                let vals = dict.values();
+                append(path, name, vals, 0, &mut tmp)?;
+                let Some(Column::Str(strs)) = tmp else {
+                    return Err(file_error(path, format!("bad dictionary column \"{name}\"")));
+                };
+                strs.into_iter()
+                    .enumerate()
+                    .map(|(i, s)| if vals.is_null(i) { None } else { Some(s) })
+                    .collect()
+            };
+            let Column::Str(v) =
+                out.get_or_insert_with(|| Column::Str(Vec::with_capacity(keys.len())))
+            else {
+                return Err(changed(path, name));
+            };
+            for (i, k) in keys.iter().enumerate() {
+                if array.is_null(i) {
+                    v.push(String::new());
+                } else {
+                    v.push(values.get(*k).cloned().flatten().unwrap_or_default());
+                }
+            }
+        }
+        DataType::Null => {
+            return Err(file_error(
+                path,
+                format!("parquet column \"{name}\" has a null value at row {row_offset}"),
+            ))
+        }
+        other => {
+            return Err(file_error(
+                path,
+                format!("parquet column \"{name}\" has unsupported type {other}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+impl RawTable {
+    /// Reads every column of a file.
+    pub fn read(path: &Path) -> Result<RawTable> {
+        Self::read_impl(path, None)
+    }
+
+    /// Reads only the columns of `wanted` that the file has (absent ones are simply missing).
+    pub fn read_columns(path: &Path, wanted: &[&str]) -> Result<RawTable> {
+        Self::read_impl(path, Some(wanted))
+    }
+
+    fn read_impl(path: &Path, wanted: Option<&[&str]>) -> Result<RawTable> {
+        let file = open_checked(path)?;
+        let perr = |e: parquet::errors::ParquetError| file_error(path, format!("parquet: {e}"));
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(perr)?;
+        let schema = Arc::clone(builder.schema());
+        let num_rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+        let indices: Vec<usize> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| wanted.is_none_or(|w| w.contains(&f.name().as_str())))
+            .map(|(i, _)| i)
+            .collect();
+        let names: Vec<String> = indices
+            .iter()
+            .map(|&i| schema.field(i).name().clone())
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(num_rows.max(1))
+            .build()
+            .map_err(perr)?;
+        let mut cols: Vec<Option<Column>> = vec![None; names.len()];
+        let mut rows = 0usize;
+        for batch in reader {
+            let batch = batch.map_err(|e| file_error(path, format!("parquet: {e}")))?;
+            if batch.num_columns() != names.len() {
+                return Err(file_error(
+                    path,
+                    format!(
+                        "parquet batch has {} columns, expected {}",
+                        batch.num_columns(),
+                        names.len()
+                    ),
+                ));
+            }
+            for (j, name) in names.iter().enumerate() {
+                append(path, name, batch.column(j), rows, &mut cols[j])?;
+            }
+            rows += batch.num_rows();
+        }
+        let mut columns = Vec::with_capacity(names.len());
+        for (name, col) in names.into_iter().zip(cols) {
+            let col = match col {
+                Some(c) => c,
+                None => empty_column(schema.field_with_name(&name).map(|f| f.data_type())),
+            };
+            if col.len() != rows {
+                return Err(file_error(
+                    path,
+                    format!("parquet column \"{name}\" has {} values for {rows} rows", col.len()),
+                ));
+            }
+            columns.push((name, col));
+        }
+        Ok(RawTable {
+            path: path.to_path_buf(),
+            num_rows: rows,
+            columns,
+        })
+    }
+
+    /// Builds a table from columns (for tests and synthetic data); all must have `num_rows` values.
+    pub fn from_columns(path: PathBuf, columns: Vec<(String, Column)>) -> Result<RawTable> {
+        let num_rows = columns.first().map_or(0, |(_, c)| c.len());
+        if let Some((name, _)) = columns.iter().find(|(_, c)| c.len() != num_rows) {
+            return Err(file_error(
+                &path,
+                format!("column \"{name}\" length differs from {num_rows}"),
+            ));
+        }
+        Ok(RawTable {
+            path,
+            num_rows,
+            columns,
+        })
+    }
+
+    /// True when the column was read.
+    pub fn has(&self, name: &str) -> bool {
+        self.columns.iter().any(|(n, _)| n == name)
+    }
+
+    /// Names of the columns read, in file order.
+    pub fn column_names(&self) -> Vec<&str> {
+        self.columns.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The column of that name, if read.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    fn missing(&self, name: &str) -> AicError {
+        file_error(
+            &self.path,
+            format!(
+                "parquet column \"{name}\" missing (have: [{}])",
+                self.columns
+                    .iter()
+                    .map(|(n, _)| format!("\"{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    }
+
+    fn wrong_type(&self, name: &str, expected: &str, actual: &Column) -> AicError {
+        file_error(
+            &self.path,
+            format!(
+                "parquet column \"{name}\" has type {}, expected {expected}",
+                actual.type_name()
+            ),
+        )
+    }
+
+    /// An integer column.
+    pub fn int(&self, name: &str) -> Result<&[i64]> {
+        self.opt_int(name)?.ok_or_else(|| self.missing(name))
+    }
+
+    /// A float column; integer columns are converted.
+    pub fn float(&self, name: &str) -> Result<Cow<'_, [f64]>> {
+        self.opt_float(name)?.ok_or_else(|| self.missing(name))
+    }
+
+    /// A string column.
+    pub fn str(&self, name: &str) -> Result<&[String]> {
+        self.opt_str(name)?.ok_or_else(|| self.missing(name))
+    }
+
+    /// An integer column, `None` when absent.
+    pub fn opt_int(&self, name: &str) -> Result<Option<&[i64]>> {
+        match self.column(name) {
+            None => Ok(None),
+            Some(Column::Int(v)) => Ok(Some(v)),
+            Some(other) => Err(self.wrong_type(name, "integer", other)),
+        }
+    }
+
+    /// A float column (integers converted), `None` when absent.
+    pub fn opt_float(&self, name: &str) -> Result<Option<Cow<'_, [f64]>>> {
+        match self.column(name) {
+            None => Ok(None),
+            Some(Column::Float(v)) => Ok(Some(Cow::Borrowed(v))),
+            Some(Column::Int(v)) => Ok(Some(Cow::Owned(v.iter().map(|&x| x as f64).collect()))),
+            Some(other) => Err(self.wrong_type(name, "float", other)),
+        }
+    }
+
+    /// A string column, `None` when absent.
+    pub fn opt_str(&self, name: &str) -> Result<Option<&[String]>> {
+        match self.column(name) {
+            None => Ok(None),
+            Some(Column::Str(v)) => Ok(Some(v)),
+            Some(other) => Err(self.wrong_type(name, "string", other)),
+        }
+    }
+}
+
+/// The empty column of a file with no rows, typed from the schema.
+fn empty_column(dt: std::result::Result<&DataType, arrow_schema::ArrowError>) -> Column {
+    match dt {
+        Ok(t) if t.is_integer() => Column::Int(Vec::new()),
+        Ok(t) if t.is_floating() => Column::Float(Vec::new()),
+        _ => Column::Str(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{
+        Float32Array, Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch,
+        StringArray,
+    };
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+
+    fn data_root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/systems/data")
+    }
+
+    fn temp_file(tag: &str) -> PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        std::env::temp_dir().join(format!(
+            "aic_parquet_{tag}_{}_{}.parquet",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ))
+    }
+
+    fn data_msg(err: AicError) -> String {
+        match err {
+            AicError::DataFile { message, .. } => message,
+            other => panic!("expected DataFile, got {other:?}"),
+        }
+    }
+
+    fn write_batches(path: &Path, schema: Arc<Schema>, batches: &[RecordBatch], c: Compression) {
+        let props = WriterProperties::builder()
+            .set_compression(c)
+            .set_max_row_group_row_count(Some(3))
+            .build();
+        let file = File::create(path).unwrap();
+        let mut w = ArrowWriter::try_new(file, schema, Some(props)).unwrap();
+        for b in batches {
+            w.write(b).unwrap();
+        }
+        w.close().unwrap();
+    }
+
+    fn synthetic(path: &Path, c: Compression, with_null: bool) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("kernel_source", DataType::Utf8, true),
+            Field::new("op", DataType::LargeUtf8, false),
+            Field::new("m", DataType::Int64, false),
+            Field::new("k", DataType::Int32, false),
+            Field::new("latency", DataType::Float64, with_null),
+            Field::new("power", DataType::Float32, false),
+        ]));
+        let b1 = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("b"), Some("c")])),
+                Arc::new(LargeStringArray::from(vec!["x", "y", "z", "w"])),
+                Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+                Arc::new(Int32Array::from(vec![10, 20, 30, 40])),
+                Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, 3.5])),
+                Arc::new(Float32Array::from(vec![1.0, 2.0, 3.0, 4.0])),
+            ],
+        )
+        .unwrap();
+        let lat: Float64Array = if with_null {
+            Float64Array::from(vec![Some(4.5), None])
+        } else {
+            Float64Array::from(vec![4.5, 5.5])
+        };
+        let b2 = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec!["d", "e"])),
+                Arc::new(LargeStringArray::from(vec!["v", "u"])),
+                Arc::new(Int64Array::from(vec![5, i64::MAX])),
+                Arc::new(Int32Array::from(vec![50, 60])),
+                Arc::new(lat),
+                Arc::new(Float32Array::from(vec![5.0, 6.0])),
+            ],
+        )
+        .unwrap();
+        write_batches(path, schema, &[b1, b2], c);
+    }
+
+    #[test]
+    fn reads_multi_row_group_files_zstd_and_snappy() {
+        for c in [
+            Compression::ZSTD(ZstdLevel::default()),
+            Compression::SNAPPY,
+            Compression::UNCOMPRESSED,
+        ] {
+            let path = temp_file("ok");
+            synthetic(&path, c, false);
+            let t = RawTable::read(&path).unwrap();
+            assert_eq!(t.num_rows, 6);
+            assert_eq!(
+                t.column_names(),
+                vec!["kernel_source", "op", "m", "k", "latency", "power"]
+            );
+            assert_eq!(t.str("kernel_source").unwrap(), &["a", "", "b", "c", "d", "e"]);
+            assert_eq!(t.str("op").unwrap(), &["x", "y", "z", "w", "v", "u"]);
+            assert_eq!(t.int("m").unwrap(), &[1, 2, 3, 4, 5, i64::MAX]);
+            assert_eq!(t.int("k").unwrap(), &[10, 20, 30, 40, 50, 60]);
+            assert_eq!(&*t.float("latency").unwrap(), &[0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+            assert_eq!(&*t.float("power").unwrap(), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+            // ints convert to floats
+            assert_eq!(&*t.float("k").unwrap(), &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+            assert!(t.opt_int("nope").unwrap().is_none());
+            assert!(t.opt_float("nope").unwrap().is_none());
+            assert!(t.opt_str("nope").unwrap().is_none());
+            // wrong types
+            let msg = data_msg(t.int("latency").unwrap_err());
+            assert!(msg.contains("\"latency\"") && msg.contains("expected integer"), "{msg}");
+            let msg = data_msg(t.str("m").unwrap_err());
+            assert!(msg.contains("expected string"), "{msg}");
+            assert!(t.float("op").is_err());
+            // projection
+            let p = RawTable::read_columns(&path, &["latency", "m", "absent"]).unwrap();
+            assert_eq!(p.column_names(), vec!["m", "latency"]);
+            assert_eq!(p.num_rows, 6);
+            assert!(!p.has("op"));
+            let msg = data_msg(p.str("op").unwrap_err());
+            assert_eq!(msg, "parquet column \"op\" missing (have: [\"m\", \"latency\"])");
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
+    #[test]
+    fn null_in_numeric_column_names_row() {
+        let path = temp_file("null");
+        synthetic(&path, Compression::SNAPPY, true);
+        let msg = data_msg(RawTable::read(&path).unwrap_err());
+        assert!(msg.contains("\"latency\"") && msg.contains("row 5"), "{msg}");
+        // projection without the bad column still works
+        let t = RawTable::read_columns(&path, &["m"]).unwrap();
+        assert_eq!(t.num_rows, 6);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn file_problems() {
+        let missing = temp_file("missing");
+        let err = RawTable::read(&missing).unwrap_err();
+        assert_eq!(err.class(), crate::error::ErrorClass::PerfDataNotAvailable);
+        assert_eq!(data_msg(err), "file not found");
+
+        let empty = temp_file("empty");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(data_msg(RawTable::read(&empty).unwrap_err()), "empty file (0 bytes)");
+
+        let lfs = temp_file("lfs");
+        std::fs::write(
+            &lfs,
+            "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12345\n",
+        )
+        .unwrap();
+        let err = RawTable::read(&lfs).unwrap_err();
+        assert!(err.is_perf_data_missing());
+        let msg = data_msg(err);
+        assert!(msg.starts_with("unresolved Git LFS pointer"), "{msg}");
+        assert!(msg.contains("git lfs pull"), "{msg}");
+
+        let garbage = temp_file("garbage");
+        std::fs::write(&garbage, b"hello, this is not parquet at all").unwrap();
+        let msg = data_msg(RawTable::read(&garbage).unwrap_err());
+        assert!(msg.contains("PAR1"), "{msg}");
+
+        let corrupt = temp_file("corrupt");
+        std::fs::write(&corrupt, b"PAR1 this is truncated garbage PAR1").unwrap();
+        let msg = data_msg(RawTable::read(&corrupt).unwrap_err());
+        assert!(msg.starts_with("parquet: "), "{msg}");
+
+        let tiny = temp_file("tiny");
+        std::fs::write(&tiny, b"PA").unwrap();
+        assert!(RawTable::read(&tiny).is_err());
+
+        let display = RawTable::read(&empty).unwrap_err().to_string();
+        assert!(display.starts_with("perf database error: empty file (0 bytes) ("), "{display}");
+        for p in [empty, lfs, garbage, corrupt, tiny] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    #[test]
+    fn missing_column_error() {
+        let path = temp_file("cols");
+        synthetic(&path, Compression::SNAPPY, false);
+        let t = RawTable::read(&path).unwrap();
+        let err = t.int("num_heads").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "perf database error: parquet column \"num_heads\" missing (have: \
+                 [\"kernel_source\", \"op\", \"m\", \"k\", \"latency\", \"power\"]) ("
+            ),
+            "{text}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn reads_shipped_tables() {
+        // string and large_string schemas (spec 10 §2)
+        let gemm = data_root().join("h200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet");
+        let t = RawTable::read(&gemm).unwrap();
+        assert_eq!(t.num_rows, 107_225);
+        assert_eq!(t.int("m").unwrap().len(), 107_225);
+        assert_eq!(t.str("gemm_dtype").unwrap().len(), 107_225);
+        let moe = data_root().join("h200_sxm/moe/vllm/0.24.0/moe_perf.parquet");
+        let t = RawTable::read_columns(&moe, &["moe_dtype", "num_tokens", "latency"]).unwrap();
+        assert_eq!(t.num_rows, 49_896);
+        assert_eq!(t.str("moe_dtype").unwrap().len(), 49_896);
+        let ar = data_root().join("h200_sxm/comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet");
+        assert_eq!(RawTable::read(&ar).unwrap().num_rows, 69);
+        let b200 = data_root().join("b200_sxm/attention/vllm/0.22.0/context_attention_perf.parquet");
+        let t = RawTable::read(&b200).unwrap();
+        assert_eq!(t.num_rows, 36_992);
+        assert!(t.has("power"));
+        let nccl = data_root().join("h200_sxm/comm/nccl/2.26.2/nccl_perf.parquet");
+        let t = RawTable::read(&nccl).unwrap();
+        assert_eq!(t.num_rows, 1008);
+        assert!(t.int("message_size").unwrap().iter().any(|&m| m == 536_870_912));
+    }
+
+    /// Timing check (run with `--release --ignored`): whole-table reads must take milliseconds.
+    #[test]
+    #[ignore]
+    fn read_speed() {
+        let gemm = data_root().join("b200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet");
+        let moe = data_root().join("b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet");
+        for p in [gemm, moe] {
+            let t0 = std::time::Instant::now();
+            let n = 10;
+            let mut rows = 0;
+            for _ in 0..n {
+                rows = RawTable::read(&p).unwrap().num_rows;
+            }
+            let ms = t0.elapsed().as_secs_f64() * 1000.0 / n as f64;
+            eprintln!("{}: {rows} rows, {ms:.2} ms per whole-table read", p.display());
+        }
+    }
+}

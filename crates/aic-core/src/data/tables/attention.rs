@@ -1,0 +1,224 @@
+//! Context and generation attention tables (spec 10 §4.2–§4.3, 11 §4.2): one first-wins
+//! sub-table per kernel lane (`kernel_source`), each holding slices keyed by dtypes, KV heads,
+//! head size and window, with grids over (heads, isl, batch) or (heads, batch, KV position).
+//! Generation rows are raised to their SOL at load.
+
+use std::collections::HashMap;
+
+use crate::data::sources::SourceResolver;
+use crate::data::system::SystemSpec;
+use crate::error::Result;
+use crate::lookup::sol::{generation_attention_sol_ms, AttentionSolParams};
+use crate::lookup::{Grid, GridBuilder, Leaf};
+use crate::spec::{FmhaQuant, KvQuant};
+
+use super::{no_rows_message, passes_filter, read_sources, to_u64};
+
+/// Which attention table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionKind {
+    /// Prefill: axes (num_heads, isl, batch), sqrt blend on isl.
+    Context,
+    /// Decode: axes (num_heads, batch, isl + step).
+    Generation,
+}
+
+/// The slice a query needs inside a lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SliceKey {
+    /// FMHA dtype (context only; `None` for generation).
+    pub fmha: Option<FmhaQuant>,
+    /// KV-cache dtype.
+    pub kv: KvQuant,
+    /// KV heads, 0 when equal to the query heads (MHA).
+    pub n_kv_lookup: u32,
+    /// Head size.
+    pub head: u32,
+    /// Sliding window (0 = full).
+    pub window: u32,
+}
+
+impl std::fmt::Display for SliceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.fmha {
+            Some(q) => write!(f, "ContextKey {{ fmha_quant: {:?}, ", q.as_str())?,
+            None => write!(f, "GenerationKey {{ ")?,
+        }
+        write!(
+            f,
+            "kv_quant: {:?}, n_kv_lookup: {}, head_size: {}, window_size: {} }}",
+            self.kv.as_str(),
+            self.n_kv_lookup,
+            self.head,
+            self.window
+        )
+    }
+}
+
+/// One kernel lane: its slices.
+#[derive(Debug)]
+pub struct Lane {
+    /// The `kernel_source` value (`default` for rows without one).
+    pub name: String,
+    slices: HashMap<SliceKey, Grid>,
+}
+
+/// An attention table: lanes in first-seen order.
+#[derive(Debug)]
+pub struct AttentionTable {
+    kind: AttentionKind,
+    lanes: Vec<Lane>,
+}
+
+impl AttentionTable {
+    /// Loads and merges every source first-wins per lane.
+    pub fn load(resolver: &SourceResolver, system: &SystemSpec, kind: AttentionKind) -> Result<Self> {
+        let basename = match kind {
+            AttentionKind::Context => "context_attention_perf.parquet",
+            AttentionKind::Generation => "generation_attention_perf.parquet",
+        };
+        let sources = resolver.sources(basename);
+        let tables = read_sources(
+            &sources,
+            &[
+                "kernel_source",
+                "attn_dtype",
+                "kv_cache_dtype",
+                "num_heads",
+                "num_key_value_heads",
+                "head_dim",
+                "window_size",
+                "isl",
+                "step",
+                "batch_size",
+                "latency",
+                "power",
+            ],
+        )?;
+        let mut lanes: Vec<(String, HashMap<SliceKey, GridBuilder>)> = Vec::new();
+        let mut rows = 0usize;
+        for (table, filter) in &tables {
+            let kernel = table.opt_str("kernel_source")?;
+            let attn = match kind {
+                AttentionKind::Context => Some(table.str("attn_dtype")?),
+                AttentionKind::Generation => None,
+            };
+            let kv = table.str("kv_cache_dtype")?;
+            let heads = table.int("num_heads")?;
+            let kv_heads = table.int("num_key_value_heads")?;
+            let head_dim = table.int("head_dim")?;
+            let window = table.opt_int("window_size")?;
+            let isl = table.int("isl")?;
+            let step = match kind {
+                AttentionKind::Generation => Some(table.int("step")?),
+                AttentionKind::Context => None,
+            };
+            let batch = table.int("batch_size")?;
+            let latency = table.float("latency")?;
+            let power = table.opt_float("power")?;
+            for i in 0..table.num_rows {
+                let lane_name = kernel.map_or("default", |c| c[i].as_str());
+                if !passes_filter(filter, kernel.map(|c| c[i].as_str())) {
+                    continue;
+                }
+                let fmha = match attn {
+                    Some(col) => match FmhaQuant::parse(&col[i]) {
+                        Some(q) => Some(q),
+                        None => continue,
+                    },
+                    None => None,
+                };
+                let Some(kvq) = KvQuant::parse(&kv[i]) else { continue };
+                let n = to_u64(heads[i], "num_heads", table)?;
+                let nkv = to_u64(kv_heads[i], "num_key_value_heads", table)?;
+                let key = SliceKey {
+                    fmha,
+                    kv: kvq,
+                    n_kv_lookup: if nkv == n { 0 } else { nkv as u32 },
+                    head: to_u64(head_dim[i], "head_dim", table)? as u32,
+                    window: match window {
+                        Some(w) => to_u64(w[i], "window_size", table)? as u32,
+                        None => 0,
+                    },
+                };
+                let b = to_u64(batch[i], "batch_size", table)?;
+                let s = to_u64(isl[i], "isl", table)?;
+                let p = power.as_ref().map_or(0.0, |c| c[i]);
+                let mut leaf = Leaf::new(latency[i], p);
+                let coords = match kind {
+                    AttentionKind::Context => vec![n, s, b],
+                    AttentionKind::Generation => {
+                        let s = s + to_u64(step.expect("generation step column")[i], "step", table)?;
+                        let params = AttentionSolParams {
+                            head: key.head as f64,
+                            window: key.window as f64,
+                            n_kv_lookup: key.n_kv_lookup as f64,
+                            kv_bytes: kvq.bytes_per_elem(),
+                            flops: system
+                                .flops(kvq.as_str(), kvq.decode_flops_key(system.gpu.sm_version))?,
+                            mem_bw: system.gpu.mem_bw,
+                        };
+                        let sol = generation_attention_sol_ms(&params, n as f64, b as f64, s as f64);
+                        if sol > leaf.latency {
+                            leaf.latency = sol;
+                        }
+                        vec![n, b, s]
+                    }
+                };
+                let lane = match lanes.iter().position(|l| l.0 == lane_name) {
+                    Some(p) => p,
+                    None => {
+                        lanes.push((lane_name.to_string(), HashMap::new()));
+                        lanes.len() - 1
+                    }
+                };
+                let grid = lanes[lane].1.entry(key).or_insert_with(|| GridBuilder::new(3));
+                if grid.insert(coords, leaf) {
+                    rows += 1;
+                }
+            }
+        }
+        if rows == 0 {
+            let what = match kind {
+                AttentionKind::Context => "context attention",
+                AttentionKind::Generation => "generation attention",
+            };
+            return Err(no_rows_message(what, &sources));
+        }
+        let sqrt_axis = match kind {
+            AttentionKind::Context => Some(1),
+            AttentionKind::Generation => None,
+        };
+        let lanes = lanes
+            .into_iter()
+            .map(|(name, slices)| Lane {
+                name,
+                slices: slices.into_iter().map(|(k, b)| (k, b.build(sqrt_axis))).collect(),
+            })
+            .collect();
+        Ok(AttentionTable { kind, lanes })
+    }
+
+    /// Which table this is.
+    pub fn kind(&self) -> AttentionKind {
+        self.kind
+    }
+
+    /// Lane names in first-seen order.
+    pub fn lane_names(&self) -> Vec<&str> {
+        self.lanes.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// The slice answering a query: the first lane of `lane_order` holding the key, else the
+    /// first table lane (first-seen order) holding it. Returns the lane name and the grid.
+    pub fn select(&self, lane_order: &[String], key: &SliceKey) -> Option<(&str, &Grid)> {
+        for wanted in lane_order {
+            if let Some(lane) = self.lanes.iter().find(|l| &l.name == wanted) {
+                if let Some(g) = lane.slices.get(key) {
+                    return Some((&lane.name, g));
+                }
+            }
+        }
+        self.lanes.iter().find_map(|l| l.slices.get(key).map(|g| (l.name.as_str(), g)))
+    }
+}

@@ -1,0 +1,93 @@
+//! GEMM table (`gemm_perf.parquet`, spec 10 §4.1): per quant, scattered `(n, k)` sites with
+//! curves over `m`; every latency raised to the GEMM SOL at load when the system defines the
+//! quant's FLOPS.
+
+use crate::data::sources::SourceResolver;
+use crate::data::system::SystemSpec;
+use crate::error::{AicError, Result};
+use crate::lookup::sol::gemm_sol_ms;
+use crate::lookup::{Leaf, ScatteredSites, ScatteredSitesBuilder};
+use crate::spec::GemmQuant;
+
+use super::{no_rows_message, passes_filter, read_sources, to_u64};
+
+/// All GEMM rows of one database, by quant name in file order.
+#[derive(Debug)]
+pub struct GemmTable {
+    quants: Vec<(String, ScatteredSites)>,
+}
+
+impl GemmTable {
+    /// Loads and merges every source first-wins.
+    pub fn load(resolver: &SourceResolver, system: &SystemSpec) -> Result<GemmTable> {
+        let sources = resolver.sources("gemm_perf.parquet");
+        let tables = read_sources(
+            &sources,
+            &["gemm_dtype", "m", "n", "k", "latency", "power", "kernel_source"],
+        )?;
+        let mut builders: Vec<(String, ScatteredSitesBuilder, Option<(f64, f64)>)> = Vec::new();
+        let mut rows = 0usize;
+        for (table, filter) in &tables {
+            let dtype = table.str("gemm_dtype")?;
+            let (m, n, k) = (table.int("m")?, table.int("n")?, table.int("k")?);
+            let latency = table.float("latency")?;
+            let power = table.opt_float("power")?;
+            let kernel = table.opt_str("kernel_source")?;
+            for i in 0..table.num_rows {
+                if !passes_filter(filter, kernel.map(|c| c[i].as_str())) {
+                    continue;
+                }
+                let q = dtype[i].as_str();
+                if q == "awq" || q == "gptq" {
+                    continue;
+                }
+                let slot = match builders.iter().position(|b| b.0 == q) {
+                    Some(p) => p,
+                    None => {
+                        // SOL constants of this quant, if the system defines its FLOPS.
+                        let consts = GemmQuant::parse(q).and_then(|gq| {
+                            system.flops(q, gq.flops_key()).ok().map(|f| (f, gq.bytes_per_elem()))
+                        });
+                        builders.push((q.to_string(), ScatteredSitesBuilder::new(), consts));
+                        builders.len() - 1
+                    }
+                };
+                let (mi, ni, ki) = (to_u64(m[i], "m", table)?, to_u64(n[i], "n", table)?, to_u64(k[i], "k", table)?);
+                let raw = latency[i];
+                let p = power.as_ref().map_or(0.0, |c| c[i]);
+                let mut leaf = Leaf::new(raw, p);
+                if let Some((flops, bpe)) = builders[slot].2 {
+                    let sol = gemm_sol_ms(mi as f64, ni as f64, ki as f64, flops, bpe, system.gpu.mem_bw);
+                    if sol > leaf.latency {
+                        leaf.latency = sol;
+                    }
+                }
+                if builders[slot].1.insert(mi, ni, ki, leaf) {
+                    rows += 1;
+                }
+            }
+        }
+        if rows == 0 {
+            return Err(no_rows_message("GEMM", &sources));
+        }
+        Ok(GemmTable { quants: builders.into_iter().map(|(q, b, _)| (q, b.build())).collect() })
+    }
+
+    /// The sites of one quant (by table name, e.g. `fp8` for `fp8_static`).
+    pub fn quant(&self, name: &str) -> Option<&ScatteredSites> {
+        self.quants.iter().find(|q| q.0 == name).map(|q| &q.1)
+    }
+
+    /// Quant names present, in file order.
+    pub fn available(&self) -> Vec<&str> {
+        self.quants.iter().map(|q| q.0.as_str()).collect()
+    }
+
+    /// The miss error for a quant without rows.
+    pub fn quant_missing(&self, quant: &str, label: &str) -> AicError {
+        AicError::perf(format!(
+            "GEMM perf data missing for quant '{quant}' at {label}; available: {:?}",
+            self.available()
+        ))
+    }
+}

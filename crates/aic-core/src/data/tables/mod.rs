@@ -1,0 +1,201 @@
+//! The loaded perf tables of one (system, backend, version, shared-layer) identity: built
+//! from the resolved sources first-wins, loaded lazily once per table and shared by every
+//! engine with the same identity (spec 10 §4, §8.7).
+
+mod attention;
+mod comm;
+mod gemm;
+mod quantize;
+
+pub use attention::{AttentionKind, AttentionTable, SliceKey};
+pub use comm::{CustomAllReduceTable, NcclTable};
+pub use gemm::GemmTable;
+pub use quantize::{QuantizeKernel, QuantizeTable};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::data::parquet::RawTable;
+use crate::data::sources::{Source, SourceResolver};
+use crate::data::system::SystemSpec;
+use crate::error::{AicError, Result};
+use crate::spec::Backend;
+
+/// The tables behind one engine, loaded on first use and kept (a failed load is kept too).
+#[derive(Debug)]
+pub struct PerfDatabase {
+    /// Hardware description.
+    pub system: Arc<SystemSpec>,
+    /// Which files feed each table.
+    pub resolver: SourceResolver,
+    gemm: OnceLock<Result<Arc<GemmTable>>>,
+    context_attention: OnceLock<Result<Arc<AttentionTable>>>,
+    generation_attention: OnceLock<Result<Arc<AttentionTable>>>,
+    custom_allreduce: OnceLock<Result<Arc<CustomAllReduceTable>>>,
+    nccl: OnceLock<Result<Arc<NcclTable>>>,
+    compute_scale: OnceLock<Result<Arc<QuantizeTable>>>,
+    scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Identity {
+    root: PathBuf,
+    system: String,
+    backend: Backend,
+    version: String,
+    shared: bool,
+}
+
+fn registry() -> &'static Mutex<HashMap<Identity, Arc<PerfDatabase>>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<Identity, Arc<PerfDatabase>>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl PerfDatabase {
+    /// Opens (or reuses) the database of an identity. Tables load on first use.
+    pub fn open(
+        systems_root: &Path,
+        system: &str,
+        backend: Backend,
+        version: &str,
+        enable_shared_layer: bool,
+    ) -> Result<Arc<PerfDatabase>> {
+        let id = Identity {
+            root: systems_root.to_path_buf(),
+            system: system.to_string(),
+            backend,
+            version: version.to_string(),
+            shared: enable_shared_layer,
+        };
+        if let Some(db) = registry().lock().map_err(|_| poisoned())?.get(&id) {
+            return Ok(db.clone());
+        }
+        let spec = Arc::new(SystemSpec::load(systems_root, system)?);
+        let resolver = SourceResolver::new(&spec, backend, version, enable_shared_layer)?;
+        let db = Arc::new(PerfDatabase {
+            system: spec,
+            resolver,
+            gemm: OnceLock::new(),
+            context_attention: OnceLock::new(),
+            generation_attention: OnceLock::new(),
+            custom_allreduce: OnceLock::new(),
+            nccl: OnceLock::new(),
+            compute_scale: OnceLock::new(),
+            scale_matrix: OnceLock::new(),
+        });
+        let mut reg = registry().lock().map_err(|_| poisoned())?;
+        Ok(reg.entry(id).or_insert(db).clone())
+    }
+
+    /// The GEMM table.
+    pub fn gemm(&self) -> Result<Arc<GemmTable>> {
+        self.gemm.get_or_init(|| GemmTable::load(&self.resolver, &self.system).map(Arc::new)).clone()
+    }
+
+    /// The context-attention table.
+    pub fn context_attention(&self) -> Result<Arc<AttentionTable>> {
+        self.context_attention
+            .get_or_init(|| {
+                AttentionTable::load(&self.resolver, &self.system, AttentionKind::Context).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The generation-attention table.
+    pub fn generation_attention(&self) -> Result<Arc<AttentionTable>> {
+        self.generation_attention
+            .get_or_init(|| {
+                AttentionTable::load(&self.resolver, &self.system, AttentionKind::Generation)
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The custom all-reduce table.
+    pub fn custom_allreduce(&self) -> Result<Arc<CustomAllReduceTable>> {
+        self.custom_allreduce
+            .get_or_init(|| CustomAllReduceTable::load(&self.resolver).map(Arc::new))
+            .clone()
+    }
+
+    /// The system-wide NCCL table.
+    pub fn nccl(&self) -> Result<Arc<NcclTable>> {
+        self.nccl.get_or_init(|| NcclTable::load(&self.resolver).map(Arc::new)).clone()
+    }
+
+    /// A quantisation kernel table (fp8_static GEMMs).
+    pub fn quantize(&self, kernel: QuantizeKernel) -> Result<Arc<QuantizeTable>> {
+        let cell = match kernel {
+            QuantizeKernel::ComputeScale => &self.compute_scale,
+            QuantizeKernel::ScaleMatrix => &self.scale_matrix,
+        };
+        cell.get_or_init(|| QuantizeTable::load(&self.resolver, kernel).map(Arc::new)).clone()
+    }
+
+    /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
+    pub fn label(&self) -> String {
+        self.resolver.data_root_label()
+    }
+}
+
+fn poisoned() -> AicError {
+    AicError::config("perf database registry lock poisoned by an earlier panic")
+}
+
+/// Reads the existing sources of a table, in priority order, with the wanted columns.
+/// Returns the number of listed sources (for messages) and the tables read.
+pub(crate) fn read_sources(
+    sources: &[Source],
+    wanted: &[&str],
+) -> Result<Vec<(RawTable, Option<Arc<std::collections::BTreeSet<String>>>)>> {
+    let mut out = Vec::new();
+    for src in sources {
+        if !src.path.is_file() {
+            continue;
+        }
+        let table = RawTable::read_columns(&src.path, wanted)?;
+        out.push((table, src.kernel_filter.clone().map(Arc::new)));
+    }
+    Ok(out)
+}
+
+/// The message for a table with no usable rows.
+pub(crate) fn no_rows_message(what: &str, sources: &[Source]) -> AicError {
+    let first = sources
+        .first()
+        .map(|s| display_path(&s.path))
+        .unwrap_or_else(|| "<none>".to_string());
+    AicError::perf(format!(
+        "no {what} rows loaded from {} source(s) (first: {first})",
+        sources.len()
+    ))
+}
+
+/// A data path shown from its `systems/` component on (no machine-specific prefix).
+pub(crate) fn display_path(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    match text.rfind("/systems/") {
+        Some(i) => text[i + 1..].to_string(),
+        None => text,
+    }
+}
+
+/// Whether a row passes a source's kernel filter (a row without the column fails an active filter).
+pub(crate) fn passes_filter(
+    filter: &Option<Arc<std::collections::BTreeSet<String>>>,
+    kernel: Option<&str>,
+) -> bool {
+    match filter {
+        None => true,
+        Some(set) => kernel.is_some_and(|k| set.contains(k)),
+    }
+}
+
+/// Converts a non-negative integer cell to u64, naming the file on a bad value.
+pub(crate) fn to_u64(value: i64, column: &str, table: &RawTable) -> Result<u64> {
+    u64::try_from(value).map_err(|_| AicError::DataFile {
+        path: table.path.clone(),
+        message: format!("negative value {value} in integer column \"{column}\""),
+    })
+}

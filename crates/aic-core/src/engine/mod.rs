@@ -1,0 +1,428 @@
+//! Step composition (spec 40): which runtime shape each op is queried at for prefill,
+//! decode (stride quadrature), mixed chunked-prefill steps, decode steps and static runs, and
+//! how the op results combine into totals and name-folded per-op lists.
+
+mod per_op;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::data::tables::PerfDatabase;
+use crate::error::{AicError, Result};
+use crate::ops::{CompiledOp, OpValue, Shape};
+use crate::spec::{DatabaseMode, EngineSpec, Op};
+
+pub use crate::ops::Source;
+pub use per_op::OpResult;
+use per_op::Folder;
+
+/// Which phases a static run prices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Context and generation.
+    Static,
+    /// Context only.
+    StaticCtx,
+    /// Generation only (no prefix check).
+    StaticGen,
+}
+
+impl RunMode {
+    /// Parses `"static"`, `"static_ctx"` or `"static_gen"`.
+    pub fn parse(text: &str) -> Result<RunMode> {
+        match text {
+            "static" => Ok(RunMode::Static),
+            "static_ctx" => Ok(RunMode::StaticCtx),
+            "static_gen" => Ok(RunMode::StaticGen),
+            other => Err(AicError::config(format!(
+                "invalid mode \"{other}\"; expected one of \"static\", \"static_ctx\", \"static_gen\""
+            ))),
+        }
+    }
+}
+
+/// Arguments of a static run (`run_static`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StaticRun {
+    /// Requests.
+    pub batch_size: u32,
+    /// Beam width (≥ 1; 0 behaves as 1).
+    pub beam_width: u32,
+    /// Input length per request, including the cached prefix.
+    pub isl: u32,
+    /// Output length per request.
+    pub osl: u32,
+    /// Cached prefix tokens per request.
+    pub prefix: u32,
+    /// Context-attention multiplier.
+    pub seq_scale: f64,
+    /// Generation-attention multiplier.
+    pub gen_scale: f64,
+    /// Which phases to price.
+    pub mode: RunMode,
+    /// Decode steps each sampled step stands for (0 behaves as 1).
+    pub stride: u32,
+}
+
+impl StaticRun {
+    /// A full static run with unit scales and the default stride of 32.
+    pub fn new(batch_size: u32, isl: u32, osl: u32) -> StaticRun {
+        StaticRun {
+            batch_size,
+            beam_width: 1,
+            isl,
+            osl,
+            prefix: 0,
+            seq_scale: 1.0,
+            gen_scale: 1.0,
+            mode: RunMode::Static,
+            stride: 32,
+        }
+    }
+}
+
+/// Context, generation and total latency of a static run (ms).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StaticResult {
+    /// Prefill time.
+    pub context_ms: f64,
+    /// Decode time over `osl − 1` steps.
+    pub generation_ms: f64,
+    /// `context_ms + generation_ms`.
+    pub total_ms: f64,
+}
+
+/// A compiled engine: one spec bound to its perf tables. `Send + Sync`; every method is a pure
+/// function of the spec, the data and its arguments.
+#[derive(Debug)]
+pub struct Engine {
+    spec: EngineSpec,
+    db: Arc<PerfDatabase>,
+    context: Vec<CompiledOp>,
+    generation: Vec<CompiledOp>,
+    nextn: u64,
+}
+
+fn prefix_error(got: i64) -> AicError {
+    AicError::config(format!("isl must be greater than 0 after removing prefix, but got {got}"))
+}
+
+impl Engine {
+    /// Builds an engine from a spec in either wire form (binary or JSON).
+    pub fn from_spec_bytes(bytes: &[u8], systems_path: Option<&Path>) -> Result<Engine> {
+        Engine::from_spec(EngineSpec::from_bytes(bytes)?, systems_path)
+    }
+
+    /// Builds an engine from a spec file written by `aic-compile compile`.
+    pub fn from_spec_file(path: &Path, systems_path: Option<&Path>) -> Result<Engine> {
+        let bytes = std::fs::read(path).map_err(|e| AicError::DataFile {
+            path: path.to_path_buf(),
+            message: format!("cannot read spec file: {e}"),
+        })?;
+        Engine::from_spec_bytes(&bytes, systems_path)
+    }
+
+    /// Builds an engine from a decoded spec. The systems folder is, in order: the spec's own
+    /// `systems_path`, the `systems_path` argument, then [`crate::data::default_systems_path`].
+    pub fn from_spec(spec: EngineSpec, systems_path: Option<&Path>) -> Result<Engine> {
+        let cfg = &spec.engine;
+        let version = cfg.backend_version.clone().ok_or_else(|| {
+            AicError::config("backend_version is required to load the perf database")
+        })?;
+        if cfg.database_mode != DatabaseMode::Silicon {
+            return Err(AicError::config(format!(
+                "database_mode {:?} is not supported by this engine yet; supported: SILICON",
+                cfg.database_mode
+            )));
+        }
+        let root: PathBuf = cfg
+            .systems_path
+            .as_ref()
+            .map(PathBuf::from)
+            .or_else(|| systems_path.map(Path::to_path_buf))
+            .or_else(crate::data::default_systems_path)
+            .ok_or_else(|| {
+                AicError::config(
+                    "no systems folder: pass systems_path, set AIC_SYSTEMS_PATH, or install the \
+                     package with its shipped data",
+                )
+            })?;
+        let db = PerfDatabase::open(&root, &cfg.system_name, cfg.backend, &version, cfg.shared_layer())?;
+        let context = spec.context_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
+        let generation = spec.generation_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
+        let nextn = u64::from(cfg.nextn());
+        Ok(Engine { spec, db, context, generation, nextn })
+    }
+
+    /// The spec this engine was built from.
+    pub fn spec(&self) -> &EngineSpec {
+        &self.spec
+    }
+
+    /// The perf database behind this engine.
+    pub fn database(&self) -> &Arc<PerfDatabase> {
+        &self.db
+    }
+
+    fn walk(ops: &[CompiledOp], shape: &Shape, mut sink: Option<&mut Folder>) -> Result<f64> {
+        let mut total = 0.0;
+        for op in ops {
+            let v = op.eval(shape)?;
+            total += v.latency;
+            if let Some(f) = sink.as_deref_mut() {
+                f.add(op.name(), v);
+            }
+        }
+        Ok(total)
+    }
+
+    fn context_phase(&self, batch: u64, isl: u64, prefix: u64, seq_scale: f64, sink: Option<&mut Folder>) -> Result<f64> {
+        if prefix >= isl {
+            return Err(prefix_error(isl as i64 - prefix as i64));
+        }
+        let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None);
+        Engine::walk(&self.context, &shape, sink)
+    }
+
+    fn generation_phase(&self, run: &StaticRun, mut sink: Option<&mut Folder>) -> Result<f64> {
+        let batch = u64::from(run.batch_size) * (self.nextn + 1);
+        let stride = u64::from(run.stride.max(1));
+        let (isl, osl) = (u64::from(run.isl), u64::from(run.osl));
+        if osl <= 1 {
+            return Ok(0.0);
+        }
+        let mut total = 0.0;
+        let mut i = 0;
+        while i < osl - 1 {
+            let k = stride.min(osl - 1 - i);
+            let shape = Shape::generation(batch, u64::from(run.beam_width), isl + i + 1, run.gen_scale, 0, None);
+            let step = match sink.as_deref_mut() {
+                Some(outer) => {
+                    let mut local = Folder::default();
+                    let step = Engine::walk(&self.generation, &shape, Some(&mut local))?;
+                    outer.merge_scaled(local, k as f64);
+                    step
+                }
+                None => Engine::walk(&self.generation, &shape, None)?,
+            };
+            total += step * k as f64;
+            i += stride;
+        }
+        Ok(total)
+    }
+
+    fn static_run(&self, run: &StaticRun, ctx: Option<&mut Folder>, gen: Option<&mut Folder>) -> Result<StaticResult> {
+        let context_ms = match run.mode {
+            RunMode::Static | RunMode::StaticCtx => self.context_phase(
+                u64::from(run.batch_size),
+                u64::from(run.isl),
+                u64::from(run.prefix),
+                run.seq_scale,
+                ctx,
+            )?,
+            RunMode::StaticGen => 0.0,
+        };
+        let generation_ms = match run.mode {
+            RunMode::Static | RunMode::StaticGen => self.generation_phase(run, gen)?,
+            RunMode::StaticCtx => 0.0,
+        };
+        Ok(StaticResult { context_ms, generation_ms, total_ms: context_ms + generation_ms })
+    }
+
+    /// `(context_ms, generation_ms, total_ms)` of a static run (spec 40 §8.1).
+    pub fn run_static(&self, run: &StaticRun) -> Result<StaticResult> {
+        self.static_run(run, None, None)
+    }
+
+    /// Name-folded per-op lists of a static run: `(context, generation)` (spec 40 §8.3).
+    pub fn run_static_per_op(&self, run: &StaticRun) -> Result<(Vec<OpResult>, Vec<OpResult>)> {
+        let mut ctx = Folder::default();
+        let mut gen = Folder::default();
+        self.static_run(run, Some(&mut ctx), Some(&mut gen))?;
+        Ok((ctx.into_results(), gen.into_results()))
+    }
+
+    /// Prefill (context phase) latency of a batch, ms.
+    pub fn prefill_latency_ms(&self, batch_size: u32, isl: u32, prefix: u32) -> Result<f64> {
+        self.context_phase(u64::from(batch_size), u64::from(isl), u64::from(prefix), 1.0, None)
+    }
+
+    /// Time to produce `osl` tokens after the prefill (`osl − 1` decode steps, stride 32), ms.
+    pub fn decode_latency_ms(&self, batch_size: u32, isl: u32, osl: u32) -> Result<f64> {
+        let run = StaticRun { mode: RunMode::StaticGen, ..StaticRun::new(batch_size, isl, osl) };
+        self.generation_phase(&run, None)
+    }
+
+    /// One generation-only iteration of `gen_tokens` decoding requests at the mid-trajectory
+    /// KV position `max(isl,1) + floor(max(osl,1)/2) + 1`, ms.
+    pub fn decode_step_latency_ms(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Result<f64> {
+        if gen_tokens == 0 {
+            return Ok(0.0);
+        }
+        let shape = self.decode_step_shape(gen_tokens, isl, osl, gen_scale);
+        Engine::walk(&self.generation, &shape, None)
+    }
+
+    /// Per-op list of [`Engine::decode_step_latency_ms`].
+    pub fn decode_step_per_op(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Result<Vec<OpResult>> {
+        let mut f = Folder::default();
+        if gen_tokens > 0 {
+            let shape = self.decode_step_shape(gen_tokens, isl, osl, gen_scale);
+            Engine::walk(&self.generation, &shape, Some(&mut f))?;
+        }
+        Ok(f.into_results())
+    }
+
+    fn decode_step_shape(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Shape {
+        let s = u64::from(isl.max(1)) + u64::from(osl.max(1)) / 2 + 1;
+        Shape::generation(u64::from(gen_tokens) * (self.nextn + 1), 1, s, gen_scale, 0, None)
+    }
+
+    /// One mixed iteration: `ctx_tokens` prefill tokens plus `gen_tokens` decoding requests, ms.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mixed_step_latency_ms(
+        &self,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_scale: f64,
+        gen_scale: f64,
+    ) -> Result<f64> {
+        Ok(self.mixed_step_breakdown(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale)?[0])
+    }
+
+    /// `[total, shared_non_attention, context_attention, decode_attention]` of a mixed step
+    /// (spec 40 §6).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mixed_step_breakdown(
+        &self,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_scale: f64,
+        gen_scale: f64,
+    ) -> Result<[f64; 4]> {
+        let parts = self.mixed_parts(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale, None)?;
+        Ok([parts[0] + parts[1] + parts[2], parts[0], parts[1], parts[2]])
+    }
+
+    /// Per-op lists `(shared, context_attention, decode_attention)` of a mixed step.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mixed_step_breakdown_per_op(
+        &self,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_scale: f64,
+        gen_scale: f64,
+    ) -> Result<[Vec<OpResult>; 3]> {
+        let mut sinks = [Folder::default(), Folder::default(), Folder::default()];
+        self.mixed_parts(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale, Some(&mut sinks))?;
+        let [a, b, c] = sinks;
+        Ok([a.into_results(), b.into_results(), c.into_results()])
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mixed_parts(
+        &self,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_scale: f64,
+        gen_scale: f64,
+        mut sinks: Option<&mut [Folder; 3]>,
+    ) -> Result<[f64; 3]> {
+        if ctx_tokens == 0 && gen_tokens == 0 {
+            return Ok([0.0; 3]);
+        }
+        let (ctx, gen) = (u64::from(ctx_tokens), u64::from(gen_tokens));
+        let isl = u64::from(isl.max(1));
+        let prefix = u64::from(prefix);
+        let gen_q = gen * (self.nextn + 1);
+        // Pass 1: everything but the context attention op, as one combined sequence.
+        let t1 = ctx + gen_q;
+        let p1 = prefix * (ctx / isl);
+        if p1 >= t1 {
+            return Err(prefix_error(t1 as i64 - p1 as i64));
+        }
+        let shape = Shape::context(1, t1 - p1, p1, seq_scale, None);
+        let mut shared = 0.0;
+        for op in self.context.iter().filter(|o| o.name() != "context_attention") {
+            let v = op.eval(&shape)?;
+            shared += v.latency;
+            if let Some(s) = sinks.as_deref_mut() {
+                s[0].add(op.name(), v);
+            }
+        }
+        // Pass 2: context attention at the prefill request's shape.
+        let mut ctx_attn = 0.0;
+        if ctx > 0 {
+            if prefix >= isl {
+                return Err(prefix_error(isl as i64 - prefix as i64));
+            }
+            let b2 = ctx.div_ceil(isl);
+            let k2 = isl.div_ceil(ctx) as f64;
+            let shape = Shape::context(b2, isl - prefix, prefix, seq_scale, None);
+            let mut local = Folder::default();
+            let mut sum = OpValue::zero(Source::Empirical);
+            for op in self.context.iter().filter(|o| o.name() == "context_attention") {
+                let v = op.eval(&shape)?;
+                sum = OpValue::new(sum.latency + v.latency, sum.energy + v.energy, v.source);
+                local.add(op.name(), v);
+            }
+            ctx_attn = sum.latency / k2;
+            if let Some(s) = sinks.as_deref_mut() {
+                s[1].merge_divided(local, k2);
+            }
+        }
+        // Pass 3: decode attention at the mid-trajectory KV position.
+        let mut dec_attn = 0.0;
+        if gen > 0 {
+            let s = isl + u64::from(osl) / 2 + 1;
+            let shape = Shape::generation(gen_q, 1, s, gen_scale, 0, None);
+            for op in self.generation.iter().filter(|o| o.name() == "generation_attention") {
+                let v = op.eval(&shape)?;
+                dec_attn += v.latency;
+                if let Some(sk) = sinks.as_deref_mut() {
+                    sk[2].add(op.name(), v);
+                }
+            }
+        }
+        Ok([shared, ctx_attn, dec_attn])
+    }
+
+    /// Evaluates an ad-hoc op list (JSON array in the spec encoding) at one shape; results
+    /// are name-folded (spec 40 §9).
+    #[allow(clippy::too_many_arguments)]
+    pub fn evaluate_ops_json(
+        &self,
+        ops_json: &str,
+        is_context: bool,
+        batch_size: u32,
+        s: u32,
+        prefix: u32,
+        imbalance: f64,
+        x: Option<u64>,
+    ) -> Result<Vec<OpResult>> {
+        let ops: Vec<Op> = serde_json::from_str(ops_json)
+            .map_err(|e| AicError::config(format!("evaluate_ops_json: invalid op list JSON: {e}")))?;
+        let compiled: Vec<CompiledOp> = ops.iter().map(|o| CompiledOp::compile(o, &self.db)).collect();
+        let (b, s, p) = (u64::from(batch_size), u64::from(s), u64::from(prefix));
+        let shape = if is_context {
+            Shape::context(b, s, p, imbalance, x)
+        } else {
+            Shape::generation(b, 1, s, imbalance, p, x)
+        };
+        let mut f = Folder::default();
+        Engine::walk(&compiled, &shape, Some(&mut f))?;
+        Ok(f.into_results())
+    }
+}

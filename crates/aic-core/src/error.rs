@@ -1,0 +1,83 @@
+//! Typed errors of the core. Every failure the engine can report is one of these variants;
+//! the bindings map them onto Python exception classes (see `ErrorClass`).
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the core.
+pub type Result<T, E = AicError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while loading data, decoding a spec or estimating.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AicError {
+    /// A perf table, slice, key or anchor is missing (the reference's `PerfDataNotAvailableError`).
+    #[error("perf database error: {0}")]
+    PerfData(String),
+    /// The empirical (utilisation transfer) estimate has no samples to work from.
+    #[error("empirical estimation not implemented: {0}")]
+    EmpiricalNotImplemented(String),
+    /// A quant mode needs a `*_tc_flops` entry the system YAML does not define.
+    #[error("missing system flops: {0}")]
+    MissingSystemFlops(String),
+    /// A bad argument or an inconsistent engine configuration.
+    #[error("invalid engine config: {0}")]
+    InvalidConfig(String),
+    /// A serialized spec carries another schema version.
+    #[error("unsupported schema version for EngineSpec: got {got}, expected {expected}")]
+    SchemaVersion { got: u32, expected: u32 },
+    /// A serialized spec could not be decoded.
+    #[error("engine spec wire-format error: {0}")]
+    WireFormat(String),
+    /// A data file could not be read (missing, unreadable, corrupt, Git LFS pointer, bad schema).
+    #[error("perf database error: {message} ({path})")]
+    DataFile { path: PathBuf, message: String },
+    /// A system description (YAML) or a versions file is missing or malformed.
+    #[error("invalid system description: {0}")]
+    System(String),
+    /// A requested backend version that is not a queryable slot (message shown as is).
+    #[error("{0}")]
+    Version(String),
+}
+
+/// The exception family an error belongs to at a language boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Missing perf data or an unreadable data file.
+    PerfDataNotAvailable,
+    /// No empirical estimate possible.
+    EmpiricalNotImplemented,
+    /// A missing FLOPS entry (a `ValueError` subclass in Python).
+    MissingSystemFlops,
+    /// Invalid input or configuration (`ValueError`).
+    Value,
+}
+
+impl AicError {
+    /// Which exception family this error maps to.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            AicError::PerfData(_) | AicError::DataFile { .. } => ErrorClass::PerfDataNotAvailable,
+            AicError::EmpiricalNotImplemented(_) => ErrorClass::EmpiricalNotImplemented,
+            AicError::MissingSystemFlops(_) => ErrorClass::MissingSystemFlops,
+            AicError::InvalidConfig(_)
+            | AicError::SchemaVersion { .. }
+            | AicError::WireFormat(_)
+            | AicError::System(_)
+            | AicError::Version(_) => ErrorClass::Value,
+        }
+    }
+
+    /// True for the errors a `Fallback` op catches from its primary (missing data or file problems).
+    pub fn is_perf_data_missing(&self) -> bool {
+        matches!(self, AicError::PerfData(_) | AicError::DataFile { .. })
+    }
+
+    /// Shorthand for a perf-database miss.
+    pub fn perf(msg: impl Into<String>) -> Self {
+        AicError::PerfData(msg.into())
+    }
+
+    /// Shorthand for an invalid argument or configuration.
+    pub fn config(msg: impl Into<String>) -> Self {
+        AicError::InvalidConfig(msg.into())
+    }
+}

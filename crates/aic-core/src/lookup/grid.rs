@@ -1,0 +1,376 @@
+//! The Grid resolver (spec 11 §1.1–§1.4): nested sorted axes, exact hits, bracketed blends
+//! (linear, or in sqrt space on a table's sequence axis), ragged rescales by the SOL ratio,
+//! and the multi-axis utilisation hold when the query leaves the collected range.
+
+use std::collections::BTreeMap;
+
+use super::{lerp, sol_ratio, sqrt_lerp, Leaf, Miss, Val};
+
+/// Collects rows first-wins, then builds a [`Grid`].
+#[derive(Debug, Clone)]
+pub struct GridBuilder {
+    depth: usize,
+    rows: BTreeMap<Vec<u64>, Leaf>,
+}
+
+impl GridBuilder {
+    /// A builder for a grid with `depth` axes (outer first).
+    pub fn new(depth: usize) -> Self {
+        GridBuilder { depth, rows: BTreeMap::new() }
+    }
+
+    /// Inserts a point unless its key is already present (first wins). Returns true if inserted.
+    pub fn insert(&mut self, key: Vec<u64>, leaf: Leaf) -> bool {
+        debug_assert_eq!(key.len(), self.depth);
+        match self.rows.entry(key) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(leaf);
+                true
+            }
+            std::collections::btree_map::Entry::Occupied(_) => false,
+        }
+    }
+
+    /// True if the key is present.
+    pub fn contains(&self, key: &[u64]) -> bool {
+        self.rows.contains_key(key)
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when no point was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Builds the grid; `sqrt_axis` is the axis blended in sqrt space, if any.
+    pub fn build(self, sqrt_axis: Option<usize>) -> Grid {
+        let depth = self.depth;
+        let points: Vec<(Vec<u64>, Leaf)> = self.rows.into_iter().collect();
+        let root = build_node(&points, 0, depth);
+        let coords_log2 = points
+            .iter()
+            .flat_map(|(k, _)| k.iter().map(|&c| log2_clamped(c as f64)))
+            .collect();
+        let coords = points.iter().flat_map(|(k, _)| k.iter().copied()).collect();
+        let leaves = points.into_iter().map(|(_, l)| l).collect();
+        Grid { depth, root, coords, coords_log2, leaves, sqrt_axis }
+    }
+}
+
+fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize) -> Node {
+    let mut keys = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < points.len() {
+        let key = points[start].0[level];
+        let mut end = start + 1;
+        while end < points.len() && points[end].0[level] == key {
+            end += 1;
+        }
+        keys.push(key);
+        spans.push((start, end));
+        start = end;
+    }
+    let kids = if level + 1 == depth {
+        Kids::Leaves(spans.iter().map(|&(s, _)| points[s].1).collect())
+    } else {
+        Kids::Nodes(spans.iter().map(|&(s, e)| build_node(&points[s..e], level + 1, depth)).collect())
+    };
+    Node { keys, kids }
+}
+
+#[inline]
+fn log2_clamped(v: f64) -> f64 {
+    v.max(1e-12).log2()
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    keys: Vec<u64>,
+    kids: Kids,
+}
+
+#[derive(Debug, Clone)]
+enum Kids {
+    Nodes(Vec<Node>),
+    Leaves(Vec<Leaf>),
+}
+
+/// A nested table over `depth` integer axes with leaves `(latency, power, energy)`.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    depth: usize,
+    root: Node,
+    /// Leaf coordinates, row-major, in ascending key order (outer axis first).
+    coords: Vec<u64>,
+    /// `log2(max(coord, 1e-12))` of `coords`.
+    coords_log2: Vec<f64>,
+    leaves: Vec<Leaf>,
+    sqrt_axis: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fail {
+    OutOfRange,
+    Miss,
+}
+
+impl Grid {
+    /// Number of axes.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// True when the grid has no point.
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
+
+    /// All points in ascending key order: `(coordinates, leaf)`.
+    pub fn points(&self) -> impl Iterator<Item = (&[u64], &Leaf)> {
+        self.coords.chunks_exact(self.depth.max(1)).zip(self.leaves.iter())
+    }
+
+    /// Resolves a query (one coordinate per axis, outer first). `sol` gives the SOL latency at
+    /// any coordinate vector; it drives ragged rescales and the utilisation hold.
+    pub fn lookup(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {
+        debug_assert_eq!(q.len(), self.depth);
+        if self.leaves.is_empty() {
+            return Err(Miss::EmptyTable);
+        }
+        let mut scratch = [0.0f64; 8];
+        match self.resolve(&self.root, 0, q, sol, &mut scratch) {
+            Ok(v) => Ok(v),
+            Err(Fail::OutOfRange) => self.hold(q, sol),
+            Err(Fail::Miss) => Err(Miss::NoBranch),
+        }
+    }
+
+    fn child(
+        &self,
+        node: &Node,
+        idx: usize,
+        level: usize,
+        q: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        scratch: &mut [f64; 8],
+    ) -> Result<Val, Fail> {
+        match &node.kids {
+            Kids::Leaves(leaves) => Ok(leaves[idx].value()),
+            Kids::Nodes(nodes) => self.resolve(&nodes[idx], level + 1, q, sol, scratch),
+        }
+    }
+
+    fn resolve(
+        &self,
+        node: &Node,
+        level: usize,
+        q: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        scratch: &mut [f64; 8],
+    ) -> Result<Val, Fail> {
+        let c = q[level];
+        let keys = &node.keys;
+        if keys.is_empty() {
+            return Err(Fail::Miss);
+        }
+        if c >= 0.0 && c.fract() == 0.0 && c <= u64::MAX as f64 {
+            if let Ok(idx) = keys.binary_search(&(c as u64)) {
+                return self.child(node, idx, level, q, sol, scratch);
+            }
+        }
+        let first = keys[0] as f64;
+        let last = keys[keys.len() - 1] as f64;
+        if !(c >= first && c <= last) {
+            return Err(Fail::OutOfRange);
+        }
+        let hi = keys.partition_point(|&k| (k as f64) < c);
+        let lo = hi - 1;
+        let (k_lo, k_hi) = (keys[lo] as f64, keys[hi] as f64);
+        let a = self.child(node, lo, level, q, sol, scratch);
+        let b = self.child(node, hi, level, q, sol, scratch);
+        match (a, b) {
+            (Ok(va), Ok(vb)) => {
+                let w = (c - k_lo) / (k_hi - k_lo);
+                let latency = if self.sqrt_axis == Some(level) {
+                    sqrt_lerp(va.latency, vb.latency, w)
+                } else {
+                    lerp(va.latency, vb.latency, w)
+                };
+                let power = lerp(va.power, vb.power, w);
+                Ok(Val::derived(latency, power))
+            }
+            (Ok(v), Err(_)) => Ok(self.ragged(v, level, k_lo, q, sol, scratch)),
+            (Err(_), Ok(v)) => Ok(self.ragged(v, level, k_hi, q, sol, scratch)),
+            (Err(fa), Err(fb)) => {
+                if fa == Fail::OutOfRange || fb == Fail::OutOfRange {
+                    Err(Fail::OutOfRange)
+                } else {
+                    Err(Fail::Miss)
+                }
+            }
+        }
+    }
+
+    /// The survivor of a ragged bracket, rescaled by `SOL(q)/SOL(q')` where `q'` replaces
+    /// only this level's coordinate by the survivor's key.
+    fn ragged(
+        &self,
+        v: Val,
+        level: usize,
+        key: f64,
+        q: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        scratch: &mut [f64; 8],
+    ) -> Val {
+        let n = q.len();
+        scratch[..n].copy_from_slice(q);
+        scratch[level] = key;
+        let shifted = sol(&scratch[..n]);
+        match sol_ratio(sol(q), shifted) {
+            Some(ratio) => Val::derived(v.latency * ratio, v.power),
+            None => v,
+        }
+    }
+
+    /// The utilisation hold (spec 11 §1.4): inverse-distance weighted utilisation of the four
+    /// nearest valid leaves in joint log2 space, the fifth valid leaf setting the support radius.
+    /// One-axis grids hold the nearest end point's utilisation instead.
+    fn hold(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {
+        let sol_q = sol(q);
+        if !(sol_q > 0.0) || !sol_q.is_finite() {
+            return Err(Miss::NonPositiveSol);
+        }
+        if self.depth == 1 {
+            return self.hold_1d(q[0], sol_q, sol);
+        }
+        let d = self.depth;
+        let ql: Vec<f64> = q.iter().map(|&v| log2_clamped(v)).collect();
+        let mut order: Vec<(f64, u32)> = Vec::with_capacity(self.leaves.len());
+        for (i, leaf) in self.leaves.iter().enumerate() {
+            if !(leaf.latency > 0.0 && leaf.latency.is_finite()) {
+                continue;
+            }
+            let c = &self.coords_log2[i * d..(i + 1) * d];
+            let mut s = 0.0;
+            for a in 0..d {
+                let diff = c[a] - ql[a];
+                s += diff * diff;
+            }
+            order.push((s.sqrt(), i as u32));
+        }
+        order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        let mut anchors: Vec<(f64, f64, f64)> = Vec::with_capacity(4); // (d, util, power)
+        let mut radius = f64::INFINITY;
+        let mut pt = [0.0f64; 8];
+        for &(dist, i) in &order {
+            let i = i as usize;
+            for (a, slot) in pt[..d].iter_mut().enumerate() {
+                *slot = self.coords[i * d + a] as f64;
+            }
+            let s = sol(&pt[..d]);
+            if !(s > 0.0 && s.is_finite()) {
+                continue;
+            }
+            if anchors.len() == 4 {
+                radius = dist;
+                break;
+            }
+            let leaf = &self.leaves[i];
+            anchors.push((dist, s / leaf.latency, leaf.blend_power()));
+        }
+        if anchors.is_empty() {
+            return Err(Miss::NoAnchor);
+        }
+        let weights: Vec<f64> = anchors
+            .iter()
+            .map(|&(dist, _, _)| {
+                if radius.is_finite() {
+                    let num = (radius - dist).max(0.0) / (radius * dist + 1e-12);
+                    num * num
+                } else {
+                    1.0 / (dist * dist + 1e-12)
+                }
+            })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let weights = if total > 0.0 { weights } else { vec![1.0; anchors.len()] };
+        let wsum: f64 = weights.iter().sum();
+        let util: f64 = anchors.iter().zip(&weights).map(|(a, w)| w * a.1).sum::<f64>() / wsum;
+        let power: f64 = anchors.iter().zip(&weights).map(|(a, w)| w * a.2).sum::<f64>() / wsum;
+        Ok(Val::derived(sol_q / util, power))
+    }
+
+    fn hold_1d(&self, x: f64, sol_q: f64, sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {
+        let last = self.leaves.len() - 1;
+        let idx = if x < self.coords[0] as f64 { 0 } else { last };
+        let leaf = &self.leaves[idx];
+        let s_end = sol(&[self.coords[idx] as f64]);
+        if !(s_end > 0.0 && s_end.is_finite() && leaf.latency > 0.0) {
+            return Err(Miss::NoAnchor);
+        }
+        Ok(Val::derived(leaf.latency * (sol_q / s_end), leaf.blend_power()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(rows: &[([u64; 3], f64)], sqrt_axis: Option<usize>) -> Grid {
+        let mut b = GridBuilder::new(3);
+        for (k, l) in rows {
+            b.insert(k.to_vec(), Leaf::new(*l, 0.0));
+        }
+        b.build(sqrt_axis)
+    }
+
+    #[test]
+    fn exact_interior_and_first_wins() {
+        let mut b = GridBuilder::new(1);
+        assert!(b.insert(vec![1], Leaf::new(1.0, 0.0)));
+        assert!(!b.insert(vec![1], Leaf::new(5.0, 0.0)));
+        b.insert(vec![3], Leaf::new(3.0, 0.0));
+        let g = b.build(None);
+        let sol = |q: &[f64]| q[0];
+        assert_eq!(g.lookup(&[1.0], &sol).unwrap().latency, 1.0);
+        assert_eq!(g.lookup(&[2.0], &sol).unwrap().latency, 2.0);
+        // linear hold through the origin above the curve
+        assert_eq!(g.lookup(&[6.0], &sol).unwrap().latency, 6.0);
+    }
+
+    /// Spec 11 §1.4 H2/H3: equidistant anchors and the support radius.
+    #[test]
+    fn hold_ties_h2_h3() {
+        // SOL: synthetic, linear in batch and heads, quadratic in isl (only ratios matter).
+        let rows = [
+            ([8, 1024, 64], 1.0),
+            ([32, 256, 64], 0.5),
+            ([32, 1024, 16], 0.6),
+            ([32, 4096, 64], 5.0),
+            ([128, 1024, 64], 9.0),
+        ];
+        let sol = |q: &[f64]| q[0] * q[1] * q[1] * q[2] * 1e-9;
+        let g = grid(&rows, Some(1));
+        let v = g.lookup(&[32.0, 1024.0, 64.0], &sol).unwrap();
+        // equal weights over the first four in ascending key order
+        let utils: Vec<f64> = rows[..4].iter().map(|(k, l)| sol(&[k[0] as f64, k[1] as f64, k[2] as f64]) / l).collect();
+        let ubar = utils.iter().sum::<f64>() / 4.0;
+        let expect = sol(&[32.0, 1024.0, 64.0]) / ubar;
+        assert!((v.latency - expect).abs() < 1e-12 * expect);
+        let mut rows3 = rows.to_vec();
+        rows3.push(([32, 1024, 32], 1.5));
+        let g3 = grid(&rows3, Some(1));
+        let v3 = g3.lookup(&[32.0, 1024.0, 64.0], &sol).unwrap();
+        assert!((v3.latency - 3.0).abs() < 1e-12);
+    }
+}

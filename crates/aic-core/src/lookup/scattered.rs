@@ -1,0 +1,328 @@
+//! The ScatteredSites resolver for GEMM tables (spec 11 §2): each collected `(n, k)` shape is a
+//! site owning a curve over `m`. A query at its own site reads that curve (median-util hold
+//! beyond it); an unknown site blends the utilisation of up to four nearest sites in log2
+//! `(n, k)` space, with the frontier waiver for shapes beyond every site.
+
+use std::collections::HashMap;
+
+use super::{lerp, Leaf, Miss, Val};
+
+/// Maximum log2 distance between a query shape and a usable site.
+const MAX_SITE_DISTANCE: f64 = 2.0;
+
+/// One collected `(n, k)` shape and its curve over `m` (sorted by `m`).
+#[derive(Debug, Clone)]
+pub struct GemmSite {
+    /// Output dimension.
+    pub n: u64,
+    /// Reduction dimension.
+    pub k: u64,
+    /// Sorted token counts.
+    pub ms: Vec<u64>,
+    /// Leaves, one per `ms` entry.
+    pub leaves: Vec<Leaf>,
+}
+
+impl GemmSite {
+    /// Evaluates the curve at `m` (exact, raw lerp, or median-util hold of the three end
+    /// points on the query's side). `sol(m, n, k)` is the GEMM SOL.
+    pub fn eval(&self, m: f64, sol: &dyn Fn(f64, f64, f64) -> f64) -> Option<Val> {
+        let ms = &self.ms;
+        if ms.is_empty() {
+            return None;
+        }
+        let (n, k) = (self.n as f64, self.k as f64);
+        let first = ms[0] as f64;
+        let last = ms[ms.len() - 1] as f64;
+        if ms.len() > 1 && m >= first && m <= last {
+            let hi = ms.partition_point(|&v| (v as f64) < m);
+            if ms[hi] as f64 == m {
+                return Some(self.leaves[hi].value());
+            }
+            let lo = hi - 1;
+            let w = (m - ms[lo] as f64) / (ms[hi] as f64 - ms[lo] as f64);
+            let (a, b) = (&self.leaves[lo], &self.leaves[hi]);
+            return Some(Val::derived(
+                lerp(a.latency, b.latency, w),
+                lerp(a.blend_power(), b.blend_power(), w),
+            ));
+        }
+        if ms.len() == 1 && m == first {
+            return Some(self.leaves[0].value());
+        }
+        // Outside the curve (or a single point): median utilisation of the end points.
+        let take = ms.len().min(3);
+        let range = if m > last { ms.len() - take..ms.len() } else { 0..take };
+        let mut utils = Vec::with_capacity(3);
+        let mut powers = Vec::with_capacity(3);
+        for i in range {
+            let leaf = &self.leaves[i];
+            let s = sol(ms[i] as f64, n, k);
+            if leaf.latency > 0.0 && s > 0.0 && leaf.latency.is_finite() && s.is_finite() {
+                utils.push(s / leaf.latency);
+                powers.push(leaf.blend_power());
+            }
+        }
+        if utils.is_empty() {
+            return None;
+        }
+        let u = median(&mut utils);
+        let p = median(&mut powers);
+        Some(Val::derived(sol(m, n, k) / u, p))
+    }
+
+    fn covers(&self, m: f64) -> bool {
+        !self.ms.is_empty() && m >= self.ms[0] as f64 && m <= self.ms[self.ms.len() - 1] as f64
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Collects GEMM rows of one quant first-wins and numbers the sites in the reference's
+/// enumeration order (m first-seen, then n first-seen under m, then k first-seen under (m, n)).
+#[derive(Debug, Default)]
+pub struct ScatteredSitesBuilder {
+    seen: HashMap<(u64, u64, u64), usize>,
+    rows: Vec<(u64, u64, u64, Leaf)>,
+}
+
+impl ScatteredSitesBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a row unless `(m, n, k)` is already present (first wins).
+    pub fn insert(&mut self, m: u64, n: u64, k: u64, leaf: Leaf) -> bool {
+        if self.seen.contains_key(&(m, n, k)) {
+            return false;
+        }
+        self.seen.insert((m, n, k), self.rows.len());
+        self.rows.push((m, n, k, leaf));
+        true
+    }
+
+    /// Builds the sites.
+    pub fn build(self) -> ScatteredSites {
+        // Insertion-ordered nesting m -> n -> k.
+        let mut m_order: Vec<u64> = Vec::new();
+        let mut by_m: HashMap<u64, (Vec<u64>, HashMap<u64, Vec<u64>>)> = HashMap::new();
+        for &(m, n, k, _) in &self.rows {
+            let entry = by_m.entry(m).or_insert_with(|| {
+                m_order.push(m);
+                (Vec::new(), HashMap::new())
+            });
+            let ks = entry.1.entry(n).or_insert_with(Vec::new);
+            if ks.is_empty() {
+                entry.0.push(n);
+            }
+            if !ks.contains(&k) {
+                ks.push(k);
+            }
+        }
+        let mut site_index: HashMap<(u64, u64), usize> = HashMap::new();
+        let mut sites: Vec<GemmSite> = Vec::new();
+        for m in &m_order {
+            let (ns, ks_by_n) = &by_m[m];
+            for n in ns {
+                for k in &ks_by_n[n] {
+                    site_index.entry((*n, *k)).or_insert_with(|| {
+                        sites.push(GemmSite { n: *n, k: *k, ms: Vec::new(), leaves: Vec::new() });
+                        sites.len() - 1
+                    });
+                }
+            }
+        }
+        let mut points: Vec<Vec<(u64, Leaf)>> = vec![Vec::new(); sites.len()];
+        for &(m, n, k, leaf) in &self.rows {
+            points[site_index[&(n, k)]].push((m, leaf));
+        }
+        for (site, mut pts) in sites.iter_mut().zip(points) {
+            pts.sort_by_key(|p| p.0);
+            site.ms = pts.iter().map(|p| p.0).collect();
+            site.leaves = pts.iter().map(|p| p.1).collect();
+        }
+        ScatteredSites { sites, site_index }
+    }
+}
+
+/// All sites of one GEMM quant, in enumeration order.
+#[derive(Debug, Clone)]
+pub struct ScatteredSites {
+    sites: Vec<GemmSite>,
+    site_index: HashMap<(u64, u64), usize>,
+}
+
+impl ScatteredSites {
+    /// The sites in enumeration order.
+    pub fn sites(&self) -> &[GemmSite] {
+        &self.sites
+    }
+
+    /// The site collected at exactly `(n, k)`, if any.
+    pub fn site(&self, n: u64, k: u64) -> Option<&GemmSite> {
+        self.site_index.get(&(n, k)).map(|&i| &self.sites[i])
+    }
+
+    /// Resolves `(m, n, k)`: own site if collected, else the unknown-site blend.
+    pub fn lookup(&self, m: f64, n: u64, k: u64, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
+        if let Some(site) = self.site(n, k) {
+            return site.eval(m, sol).ok_or(Miss::NoAnchor);
+        }
+        self.lookup_unknown(m, n, k, sol)
+    }
+
+    /// The unknown-site path (spec 11 §2.4).
+    pub fn lookup_unknown(
+        &self,
+        m: f64,
+        n: u64,
+        k: u64,
+        sol: &dyn Fn(f64, f64, f64) -> f64,
+    ) -> Result<Val, Miss> {
+        if self.sites.is_empty() {
+            return Err(Miss::EmptyTable);
+        }
+        let (ln, lk) = ((n as f64).log2(), (k as f64).log2());
+        let covering: Vec<usize> = (0..self.sites.len()).filter(|&i| self.sites[i].covers(m)).collect();
+        let candidates: Vec<usize> =
+            if covering.is_empty() { (0..self.sites.len()).collect() } else { covering };
+        let dist = |i: usize| {
+            let s = &self.sites[i];
+            let dn = (s.n as f64).log2() - ln;
+            let dk = (s.k as f64).log2() - lk;
+            (dn * dn + dk * dk).sqrt()
+        };
+        let mut scored: Vec<(f64, usize)> =
+            candidates.iter().map(|&i| (dist(i), i)).filter(|&(d, _)| d <= MAX_SITE_DISTANCE).collect();
+        if scored.is_empty() {
+            scored = self.frontier_waiver(&candidates, n, k, &dist)?;
+        }
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        scored.truncate(4);
+        let mut wsum = 0.0;
+        let mut usum = 0.0;
+        let mut psum = 0.0;
+        let mut used = 0;
+        for &(d, i) in &scored {
+            let site = &self.sites[i];
+            let Some(v) = site.eval(m, sol) else { continue };
+            let s = sol(m, site.n as f64, site.k as f64);
+            if !(v.latency > 0.0 && v.latency.is_finite() && s > 0.0 && s.is_finite()) {
+                continue;
+            }
+            let w = 1.0 / (d * d + 1e-12);
+            wsum += w;
+            usum += w * (s / v.latency);
+            psum += w * v.power;
+            used += 1;
+        }
+        if used == 0 {
+            return Err(Miss::NoUsableNeighbour);
+        }
+        let util = usum / wsum;
+        Ok(Val::derived(sol(m, n as f64, k as f64) / util, psum / wsum))
+    }
+
+    /// Frontier waiver: exactly one query axis beyond every candidate's maximum, none below
+    /// the minimum; keep candidates within the gate on the other axis alone.
+    fn frontier_waiver(
+        &self,
+        candidates: &[usize],
+        n: u64,
+        k: u64,
+        dist: &dyn Fn(usize) -> f64,
+    ) -> Result<Vec<(f64, usize)>, Miss> {
+        let ns = candidates.iter().map(|&i| self.sites[i].n);
+        let ks = candidates.iter().map(|&i| self.sites[i].k);
+        let (n_min, n_max) = (ns.clone().min().unwrap(), ns.max().unwrap());
+        let (k_min, k_max) = (ks.clone().min().unwrap(), ks.max().unwrap());
+        if n < n_min || k < k_min {
+            return Err(Miss::NoSiteWithinDistance);
+        }
+        let over_n = n > n_max;
+        let over_k = k > k_max;
+        if over_n == over_k {
+            return Err(Miss::NoSiteWithinDistance);
+        }
+        let (ln, lk) = ((n as f64).log2(), (k as f64).log2());
+        let kept: Vec<(f64, usize)> = candidates
+            .iter()
+            .filter(|&&i| {
+                let s = &self.sites[i];
+                let other = if over_n { (s.k as f64).log2() - lk } else { (s.n as f64).log2() - ln };
+                other.abs() <= MAX_SITE_DISTANCE
+            })
+            .map(|&i| (dist(i), i))
+            .collect();
+        if kept.is_empty() {
+            return Err(Miss::NoSiteWithinDistance);
+        }
+        Ok(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sol(m: f64, n: f64, k: f64) -> f64 {
+        // h200 bf16 constants (spec 11 §2.6)
+        (2.0 * m * n * k / 989e12).max(2.0 * (m * n + m * k + n * k) / 4.8e12) * 1000.0
+    }
+
+    fn rel(a: f64, b: f64) -> f64 {
+        ((a - b) / b).abs()
+    }
+
+    /// G8: a two-point curve holds the mean of its two utils.
+    #[test]
+    fn g8_two_point_curve() {
+        let mut b = ScatteredSitesBuilder::new();
+        b.insert(1, 1024, 1024, Leaf::new(0.010, 0.0));
+        b.insert(2, 1024, 1024, Leaf::new(0.012, 0.0));
+        let s = b.build();
+        assert!(rel(s.lookup(8.0, 1024, 1024, &sol).unwrap().latency, 0.011048158640) < 1e-9);
+        assert!(rel(s.lookup(100.0, 1024, 1024, &sol).unwrap().latency, 0.013002832861) < 1e-9);
+    }
+
+    /// G9: a one-point curve holds its only util above and below.
+    #[test]
+    fn g9_one_point_curve() {
+        let mut b = ScatteredSitesBuilder::new();
+        b.insert(4, 2048, 2048, Leaf::new(0.030, 0.0));
+        let s = b.build();
+        assert!(rel(s.lookup(16.0, 2048, 2048, &sol).unwrap().latency, 0.030350194553) < 1e-9);
+        assert!(rel(s.lookup(1.0, 2048, 2048, &sol).unwrap().latency, 0.029912451362) < 1e-9);
+    }
+
+    /// G10: a skipped neighbour is not replaced by the fifth-nearest site.
+    #[test]
+    fn g10_skipped_neighbour() {
+        let at4 = [
+            ((3072, 3072), f64::INFINITY),
+            ((3072, 4096), 0.01588224),
+            ((2048, 3072), 0.011681962667),
+            ((4096, 4096), 0.019206656),
+            ((2048, 2048), 0.010982570667),
+            ((1024, 1024), 0.008792576),
+        ];
+        let mut b = ScatteredSitesBuilder::new();
+        for m in [1u64, 2, 4, 8] {
+            for &((n, k), l) in &at4 {
+                let lat = if m == 4 { l } else { 1.0 };
+                b.insert(m, n, k, Leaf::new(lat, 0.0));
+            }
+        }
+        let s = b.build();
+        assert!(rel(s.lookup(4.0, 3000, 3000, &sol).unwrap().latency, 0.012279163967) < 1e-9);
+    }
+}

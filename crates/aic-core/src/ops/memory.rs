@@ -1,0 +1,69 @@
+//! Analytic memory ops (spec 20 §2, §3): element-wise kernels and the embedding gather are
+//! priced as bytes moved at the system's effective bandwidth plus a constant latency.
+
+use std::sync::Arc;
+
+use crate::data::tables::PerfDatabase;
+use crate::spec::{ElementwiseOp, EmbeddingOp};
+
+use super::{ceil_div, OpValue, Shape, Source};
+
+/// Compiled `Elementwise`.
+#[derive(Debug)]
+pub struct ElementwiseEval {
+    pub(crate) name: String,
+    scale_factor: f64,
+    bytes_per_token: f64,
+    scale_num_tokens: u32,
+    seq_split: u32,
+    db: Arc<PerfDatabase>,
+}
+
+impl ElementwiseEval {
+    pub(crate) fn compile(op: &ElementwiseOp, db: &Arc<PerfDatabase>) -> Self {
+        ElementwiseEval {
+            name: op.name.clone(),
+            scale_factor: op.scale_factor,
+            bytes_per_token: op.bytes_per_token,
+            scale_num_tokens: op.scale_num_tokens,
+            seq_split: op.seq_split,
+            db: db.clone(),
+        }
+    }
+
+    /// `MemOp(bytes_per_token · ceil(floor(x / scale_num_tokens) / seq_split))`.
+    pub fn eval(&self, shape: &Shape) -> OpValue {
+        let t = ceil_div(shape.x / u64::from(self.scale_num_tokens.max(1)), self.seq_split);
+        let ms = self.db.system.mem_op_ms(self.bytes_per_token * t as f64);
+        OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
+    }
+}
+
+/// Compiled `Embedding`.
+#[derive(Debug)]
+pub struct EmbeddingEval {
+    pub(crate) name: String,
+    scale_factor: f64,
+    row_bytes: f64,
+    seq_split: u32,
+    db: Arc<PerfDatabase>,
+}
+
+impl EmbeddingEval {
+    pub(crate) fn compile(op: &EmbeddingOp, db: &Arc<PerfDatabase>) -> Self {
+        EmbeddingEval {
+            name: op.name.clone(),
+            scale_factor: op.scale_factor,
+            row_bytes: f64::from(op.hidden_size) * op.quant_mode.bytes_per_elem(),
+            seq_split: op.seq_split,
+            db: db.clone(),
+        }
+    }
+
+    /// `MemOp(ceil(x / seq_split) · hidden · bytes_per_elem)`.
+    pub fn eval(&self, shape: &Shape) -> OpValue {
+        let t = ceil_div(shape.x, self.seq_split);
+        let ms = self.db.system.mem_op_ms(t as f64 * self.row_bytes);
+        OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
+    }
+}

@@ -1,0 +1,173 @@
+//! Op wire types: one externally tagged JSON object per op (`{"Gemm": {...}}`), in execution
+//! order. Field order follows the reference's serialisation order; fields with a documented
+//! default may be omitted from JSON.
+
+use serde::{Deserialize, Serialize};
+
+use super::quant::{CommQuant, FmhaQuant, GemmQuant, KvQuant};
+
+fn one() -> u32 {
+    1
+}
+
+fn default_lanes() -> Vec<String> {
+    vec!["default".to_string()]
+}
+
+/// Dense matrix multiply `[m = tokens] x [k] -> [n]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GemmOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub n: u32,
+    pub k: u32,
+    pub quant_mode: GemmQuant,
+    pub scale_num_tokens: u32,
+    #[serde(default)]
+    pub low_precision_input: bool,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+    #[serde(default)]
+    pub below_grid_sol: bool,
+}
+
+/// Token-embedding row gather (analytic memory op).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddingOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub vocab_size: u32,
+    pub hidden_size: u32,
+    pub quant_mode: GemmQuant,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// Memory-bound element-wise work (analytic memory op).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElementwiseOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub bytes_per_token: f64,
+    #[serde(default = "one")]
+    pub scale_num_tokens: u32,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// Tensor-parallel all-reduce through the framework's custom kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomAllReduceOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub hidden_size: u32,
+    pub tp_size: u32,
+    pub quant: CommQuant,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// A generic NCCL collective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcclOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub hidden_size: f64,
+    pub num_gpus: u32,
+    pub dtype: CommQuant,
+    pub operation: String,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// Pipeline-parallel activation hand-off (analytic).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct P2POp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub pp_size: u32,
+    pub hidden_size: u32,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// Prefill FMHA plus its fused side kernels (qk-norm, rope, KV write).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextAttentionOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub n: u32,
+    pub n_kv: u32,
+    pub head_size: u32,
+    pub window_size: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    pub use_qk_norm: bool,
+    #[serde(default = "one")]
+    pub cp_size: u32,
+    #[serde(default = "default_lanes")]
+    pub lane_order: Vec<String>,
+}
+
+/// One decode step of attention over a KV cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationAttentionOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub n: u32,
+    pub n_kv: u32,
+    pub head_size: u32,
+    pub window_size: u32,
+    pub kv_cache_dtype: KvQuant,
+    #[serde(default = "default_lanes")]
+    pub lane_order: Vec<String>,
+}
+
+/// Two op groups running concurrently: latency is the max, energy the sum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverlapOp {
+    pub name: String,
+    pub group_a: Vec<Op>,
+    pub group_b: Vec<Op>,
+}
+
+/// A primary op with a chain used when the primary's data is missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FallbackOp {
+    pub name: String,
+    pub primary: Box<Op>,
+    pub fallback: Vec<Op>,
+}
+
+/// One op of an engine spec (externally tagged on the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    Gemm(GemmOp),
+    Embedding(EmbeddingOp),
+    Elementwise(ElementwiseOp),
+    CustomAllReduce(CustomAllReduceOp),
+    Nccl(NcclOp),
+    P2P(P2POp),
+    ContextAttention(ContextAttentionOp),
+    GenerationAttention(GenerationAttentionOp),
+    Overlap(OverlapOp),
+    Fallback(FallbackOp),
+}
+
+impl Op {
+    /// The op's name (top-level names are what per-op lists report).
+    pub fn name(&self) -> &str {
+        match self {
+            Op::Gemm(o) => &o.name,
+            Op::Embedding(o) => &o.name,
+            Op::Elementwise(o) => &o.name,
+            Op::CustomAllReduce(o) => &o.name,
+            Op::Nccl(o) => &o.name,
+            Op::P2P(o) => &o.name,
+            Op::ContextAttention(o) => &o.name,
+            Op::GenerationAttention(o) => &o.name,
+            Op::Overlap(o) => &o.name,
+            Op::Fallback(o) => &o.name,
+        }
+    }
+}
