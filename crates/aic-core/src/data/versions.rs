@@ -475,10 +475,10 @@ impl Scanner<'_> {
         let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
         Some(text.parse::<u64>().ok())
     }
-    fn sep(&mut self) -> bool {
-        matches!(self.peek(), Some(b'-' | b'_' | b'.')) && {
+    /// Skips one optional `-`, `_` or `.` separator.
+    fn sep(&mut self) {
+        if matches!(self.peek(), Some(b'-' | b'_' | b'.')) {
             self.i += 1;
-            true
         }
     }
 }

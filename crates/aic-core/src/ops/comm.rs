@@ -1,9 +1,10 @@
 //! Communication ops (spec 20 §7–§9): the custom all-reduce and NCCL collectives read 1-D
 //! message-size curves (scaled beyond one node by the bandwidth tiers); P2P is analytic.
+//! The collectives are also the building blocks of the MoE dispatch (see `moe.rs`).
 
 use std::sync::Arc;
 
-use crate::data::tables::{CustomAllReduceTable, NcclTable, PerfDatabase};
+use crate::data::tables::PerfDatabase;
 use crate::error::{AicError, Result};
 use crate::lookup::anchor_message;
 use crate::spec::{CommQuant, CustomAllReduceOp, NcclOp, P2POp};
@@ -18,6 +19,47 @@ fn beyond_node_factor(db: &PerfDatabase, n: u64, cap: u64) -> f64 {
         / db.system.p2p_bw(n as u32)
 }
 
+/// Custom all-reduce of `elements` over `tp` ranks (unscaled); 0 with tag `empirical` at tp ≤ 1.
+pub(crate) fn allreduce(db: &PerfDatabase, quant: CommQuant, tp: u64, elements: f64) -> Result<OpValue> {
+    if tp <= 1 {
+        return Ok(OpValue::zero(Source::Empirical));
+    }
+    let table = db.custom_allreduce()?;
+    let per_node = u64::from(db.system.node.num_gpus_per_node);
+    let tp_eff = tp.min(per_node);
+    let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(|| {
+        AicError::perf(format!(
+            "custom_allreduce data missing for ({:?}, {}) at {}",
+            quant.as_str(),
+            tp_eff,
+            db.label()
+        ))
+    })?;
+    let v = curve
+        .lookup(&[elements], &|q| q[0])
+        .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[elements], m)))?;
+    let out = OpValue::new(v.latency, v.energy, Source::Silicon);
+    Ok(if tp > per_node { out.scale(beyond_node_factor(db, tp, per_node)) } else { out })
+}
+
+/// NCCL collective of `elements` over `gpus` ranks (unscaled); 0 for one GPU.
+pub(crate) fn nccl(db: &PerfDatabase, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> Result<OpValue> {
+    if gpus <= 1 {
+        return Ok(OpValue::zero(Source::Empirical));
+    }
+    let table = db.nccl()?;
+    let oneccl =
+        || AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)");
+    let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(oneccl)?;
+    let n_eff = gpus.min(cap);
+    let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(oneccl)?;
+    let v = curve
+        .lookup(&[elements], &|q| q[0])
+        .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[elements], m)))?;
+    let out = OpValue::new(v.latency, v.energy, Source::Silicon);
+    Ok(if gpus > cap { out.scale(beyond_node_factor(db, gpus, cap)) } else { out })
+}
+
 /// Compiled `CustomAllReduce`.
 #[derive(Debug)]
 pub struct CustomAllReduceEval {
@@ -27,14 +69,11 @@ pub struct CustomAllReduceEval {
     tp: u64,
     quant: CommQuant,
     seq_split: u32,
-    /// Loaded only when the op communicates (tp > 1).
-    table: Option<Result<Arc<CustomAllReduceTable>>>,
     db: Arc<PerfDatabase>,
 }
 
 impl CustomAllReduceEval {
     pub(crate) fn compile(op: &CustomAllReduceOp, db: &Arc<PerfDatabase>) -> Self {
-        let table = (op.tp_size > 1).then(|| db.custom_allreduce());
         CustomAllReduceEval {
             name: op.name.clone(),
             scale_factor: op.scale_factor,
@@ -42,37 +81,14 @@ impl CustomAllReduceEval {
             tp: u64::from(op.tp_size),
             quant: op.quant,
             seq_split: op.seq_split,
-            table,
             db: db.clone(),
         }
     }
 
     /// Table curve at `ceil(x / seq_split) · hidden` elements; 0 at `tp ≤ 1`.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
-        if self.tp <= 1 {
-            return Ok(OpValue::zero(Source::Empirical));
-        }
-        let Some(table) = &self.table else { return Ok(OpValue::zero(Source::Empirical)) };
-        let table = table.as_ref().map_err(Clone::clone)?;
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        let per_node = u64::from(self.db.system.node.num_gpus_per_node);
-        let tp_eff = self.tp.min(per_node);
-        let curve = table.curve(self.quant.as_str(), tp_eff).ok_or_else(|| {
-            AicError::perf(format!(
-                "custom_allreduce data missing for ({:?}, {}) at {}",
-                self.quant.as_str(),
-                tp_eff,
-                self.db.label()
-            ))
-        })?;
-        let v = curve
-            .lookup(&[size], &|q| q[0])
-            .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[size], m)))?;
-        let mut out = OpValue::new(v.latency, v.energy, Source::Silicon);
-        if self.tp > per_node {
-            out = out.scale(beyond_node_factor(&self.db, self.tp, per_node));
-        }
-        Ok(out.finish(self.scale_factor))
+        Ok(allreduce(&self.db, self.quant, self.tp, size)?.finish(self.scale_factor))
     }
 }
 
@@ -86,14 +102,11 @@ pub struct NcclEval {
     dtype: CommQuant,
     operation: String,
     seq_split: u32,
-    /// Loaded only when the op communicates (more than one GPU).
-    table: Option<Result<Arc<NcclTable>>>,
     db: Arc<PerfDatabase>,
 }
 
 impl NcclEval {
     pub(crate) fn compile(op: &NcclOp, db: &Arc<PerfDatabase>) -> Self {
-        let table = (op.num_gpus > 1).then(|| db.nccl());
         NcclEval {
             name: op.name.clone(),
             scale_factor: op.scale_factor,
@@ -102,34 +115,14 @@ impl NcclEval {
             dtype: op.dtype,
             operation: op.operation.clone(),
             seq_split: op.seq_split,
-            table,
             db: db.clone(),
         }
     }
 
     /// NCCL curve at `min(num_gpus, max collected)`, scaled beyond it; 0 for one GPU.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
-        if self.gpus <= 1 {
-            return Ok(OpValue::zero(Source::Empirical));
-        }
-        let Some(table) = &self.table else { return Ok(OpValue::zero(Source::Empirical)) };
-        let table = table.as_ref().map_err(Clone::clone)?;
-        let oneccl = || {
-            AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)")
-        };
-        let dtype = self.dtype.as_str();
-        let cap = table.max_gpus(dtype, &self.operation).ok_or_else(oneccl)?;
-        let n_eff = self.gpus.min(cap);
-        let curve = table.curve(dtype, &self.operation, n_eff).ok_or_else(oneccl)?;
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        let v = curve
-            .lookup(&[size], &|q| q[0])
-            .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[size], m)))?;
-        let mut out = OpValue::new(v.latency, v.energy, Source::Silicon);
-        if self.gpus > cap {
-            out = out.scale(beyond_node_factor(&self.db, self.gpus, cap));
-        }
-        Ok(out.finish(self.scale_factor))
+        Ok(nccl(&self.db, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
     }
 }
 

@@ -8,6 +8,8 @@ mod comm;
 mod composite;
 mod gemm;
 mod memory;
+mod mla;
+mod moe;
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
 pub use composite::{FallbackEval, OverlapEval};
 pub use gemm::GemmEval;
 pub use memory::{ElementwiseEval, EmbeddingEval};
+pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
+pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
 
 /// Provenance of a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,6 +191,12 @@ pub enum CompiledOp {
     P2P(P2PEval),
     ContextAttention(ContextAttentionEval),
     GenerationAttention(GenerationAttentionEval),
+    Moe(MoeEval),
+    MoeDispatch(MoeDispatchEval),
+    ContextMla(ContextMlaEval),
+    GenerationMla(GenerationMlaEval),
+    MlaBmm(MlaBmmEval),
+    MlaModule(MlaModuleEval),
     Overlap(OverlapEval),
     Fallback(FallbackEval),
 }
@@ -205,6 +215,13 @@ impl CompiledOp {
             Op::GenerationAttention(o) => {
                 CompiledOp::GenerationAttention(GenerationAttentionEval::compile(o, db))
             }
+            Op::Moe(o) => CompiledOp::Moe(MoeEval::compile(o, db)),
+            Op::MoeDispatch(o) => CompiledOp::MoeDispatch(MoeDispatchEval::compile(o, db)),
+            Op::ContextMla(o) => CompiledOp::ContextMla(ContextMlaEval::compile(o, db)),
+            Op::GenerationMla(o) => CompiledOp::GenerationMla(GenerationMlaEval::compile(o, db)),
+            Op::MlaBmm(o) => CompiledOp::MlaBmm(MlaBmmEval::compile(o, db)),
+            Op::MlaModuleContext(o) => CompiledOp::MlaModule(MlaModuleEval::compile(o, true, db)),
+            Op::MlaModuleGeneration(o) => CompiledOp::MlaModule(MlaModuleEval::compile(o, false, db)),
             Op::Overlap(o) => CompiledOp::Overlap(OverlapEval::compile(o, db)),
             Op::Fallback(o) => CompiledOp::Fallback(FallbackEval::compile(o, db)),
         }
@@ -221,6 +238,12 @@ impl CompiledOp {
             CompiledOp::P2P(o) => &o.name,
             CompiledOp::ContextAttention(o) => &o.name,
             CompiledOp::GenerationAttention(o) => &o.name,
+            CompiledOp::Moe(o) => &o.name,
+            CompiledOp::MoeDispatch(o) => &o.name,
+            CompiledOp::ContextMla(o) => &o.name,
+            CompiledOp::GenerationMla(o) => &o.name,
+            CompiledOp::MlaBmm(o) => &o.name,
+            CompiledOp::MlaModule(o) => &o.name,
             CompiledOp::Overlap(o) => &o.name,
             CompiledOp::Fallback(o) => &o.name,
         }
@@ -237,6 +260,12 @@ impl CompiledOp {
             CompiledOp::P2P(o) => Ok(o.eval(shape)),
             CompiledOp::ContextAttention(o) => o.eval(shape),
             CompiledOp::GenerationAttention(o) => o.eval(shape),
+            CompiledOp::Moe(o) => o.eval(shape),
+            CompiledOp::MoeDispatch(o) => o.eval(shape),
+            CompiledOp::ContextMla(o) => o.eval(shape),
+            CompiledOp::GenerationMla(o) => o.eval(shape),
+            CompiledOp::MlaBmm(o) => o.eval(shape),
+            CompiledOp::MlaModule(o) => o.eval(shape),
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
         }

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::quant::{CommQuant, FmhaQuant, GemmQuant, KvQuant};
+use super::quant::{CommQuant, FmhaQuant, GemmQuant, KvQuant, MoeQuant};
+use super::Backend;
 
 fn one() -> u32 {
     1
@@ -123,6 +124,127 @@ pub struct GenerationAttentionOp {
     pub lane_order: Vec<String>,
 }
 
+fn twelve() -> u32 {
+    12
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Fused routed-expert compute over a token-count curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MoeOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub hidden_size: u32,
+    pub inter_size: u32,
+    pub topk: u32,
+    pub num_experts: u32,
+    pub moe_tp_size: u32,
+    pub moe_ep_size: u32,
+    #[serde(default)]
+    pub attention_dp_size: u32,
+    pub quant_mode: MoeQuant,
+    pub workload_distribution: String,
+    #[serde(default = "yes")]
+    pub is_gated: bool,
+    #[serde(default)]
+    pub moe_backend: Option<String>,
+    #[serde(default)]
+    pub enable_eplb: bool,
+    #[serde(default)]
+    pub is_context: bool,
+}
+
+/// How a MoE dispatch moves tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DispatchFlavor {
+    /// All-reduce / NCCL collectives around the experts.
+    CustomAllReduce,
+    /// TRT-LLM all-to-all (all-gather / reduce-scatter off NVL72 nodes).
+    TrtllmAlltoall,
+    /// The retired DeepEP path (a configuration error).
+    RetiredDeepEp,
+}
+
+/// Token movement before (dispatch) or after (combine) the fused MoE.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MoeDispatchOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub hidden_size: u32,
+    pub topk: u32,
+    pub num_experts: u32,
+    pub moe_tp_size: u32,
+    pub moe_ep_size: u32,
+    pub attention_dp_size: u32,
+    pub pre_dispatch: bool,
+    #[serde(default)]
+    pub attn_ar_modeled: bool,
+    pub backend: Backend,
+    pub flavor: DispatchFlavor,
+    #[serde(default = "half")]
+    pub comm_quant: CommQuant,
+    pub moe_quant: MoeQuant,
+    #[serde(default = "one")]
+    pub attn_cp_size: u32,
+    #[serde(default)]
+    pub is_context: bool,
+    #[serde(default = "twelve")]
+    pub sms: u32,
+    #[serde(default = "one")]
+    pub scale_num_tokens: u32,
+}
+
+fn half() -> CommQuant {
+    CommQuant::Half
+}
+
+/// Op-level prefill MLA kernel (sglang, trtllm).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextMlaOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub num_heads: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    #[serde(default = "one")]
+    pub cp_size: u32,
+}
+
+/// Op-level decode MLA kernel (sglang, trtllm).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationMlaOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub num_heads: u32,
+    pub kv_cache_dtype: KvQuant,
+}
+
+/// Decode-time MLA batched matmul before (`is_pre`) or after attention.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlaBmmOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub num_heads: u32,
+    pub quant_mode: GemmQuant,
+    pub is_pre: bool,
+}
+
+/// Fused MLA module (projections + attention + BMMs), context or generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlaModuleOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub num_heads: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    pub gemm_quant_mode: GemmQuant,
+    #[serde(default)]
+    pub native_num_heads: Option<u32>,
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OverlapOp {
@@ -150,6 +272,13 @@ pub enum Op {
     P2P(P2POp),
     ContextAttention(ContextAttentionOp),
     GenerationAttention(GenerationAttentionOp),
+    Moe(MoeOp),
+    MoeDispatch(MoeDispatchOp),
+    ContextMla(ContextMlaOp),
+    GenerationMla(GenerationMlaOp),
+    MlaBmm(MlaBmmOp),
+    MlaModuleContext(MlaModuleOp),
+    MlaModuleGeneration(MlaModuleOp),
     Overlap(OverlapOp),
     Fallback(FallbackOp),
 }
@@ -166,6 +295,13 @@ impl Op {
             Op::P2P(o) => &o.name,
             Op::ContextAttention(o) => &o.name,
             Op::GenerationAttention(o) => &o.name,
+            Op::Moe(o) => &o.name,
+            Op::MoeDispatch(o) => &o.name,
+            Op::ContextMla(o) => &o.name,
+            Op::GenerationMla(o) => &o.name,
+            Op::MlaBmm(o) => &o.name,
+            Op::MlaModuleContext(o) => &o.name,
+            Op::MlaModuleGeneration(o) => &o.name,
             Op::Overlap(o) => &o.name,
             Op::Fallback(o) => &o.name,
         }

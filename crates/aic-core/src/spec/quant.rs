@@ -71,6 +71,24 @@ wire_enum!(
 );
 
 wire_enum!(
+    /// Routed-expert (MoE) quantisation mode.
+    MoeQuant {
+        Bfloat16 => "bfloat16",
+        Fp8 => "fp8",
+        Int4Wo => "int4_wo",
+        Fp8Block => "fp8_block",
+        W4afp8 => "w4afp8",
+        Nvfp4 => "nvfp4",
+        Nvfp4Wo => "nvfp4_wo",
+        W4a16Mxfp4 => "w4a16_mxfp4",
+        W4a8Mxfp4Mxfp8 => "w4a8_mxfp4_mxfp8",
+        W4a8Mxfp4Mxfp8Trtllm => "w4a8_mxfp4_mxfp8_trtllm",
+        W4a16Mxfp4Cutlass => "w4a16_mxfp4_cutlass",
+        W4a16Nvfp4 => "w4a16_nvfp4",
+    }
+);
+
+wire_enum!(
     /// FMHA (attention math) quantisation mode.
     FmhaQuant {
         Bfloat16 => "bfloat16",
@@ -143,6 +161,41 @@ impl GemmQuant {
         match self {
             GemmQuant::Fp8Static => "fp8",
             other => other.as_str(),
+        }
+    }
+}
+
+impl MoeQuant {
+    /// Bytes per element.
+    pub fn bytes_per_elem(self) -> f64 {
+        match self {
+            MoeQuant::Bfloat16 => 2.0,
+            MoeQuant::Fp8 | MoeQuant::Fp8Block => 1.0,
+            MoeQuant::Int4Wo
+            | MoeQuant::W4afp8
+            | MoeQuant::W4a16Mxfp4
+            | MoeQuant::W4a8Mxfp4Mxfp8
+            | MoeQuant::W4a8Mxfp4Mxfp8Trtllm
+            | MoeQuant::W4a16Mxfp4Cutlass => 0.5,
+            MoeQuant::Nvfp4 | MoeQuant::Nvfp4Wo | MoeQuant::W4a16Nvfp4 => 9.0 / 16.0,
+        }
+    }
+
+    /// The FLOPS entry its compute dtype selects.
+    pub fn flops_key(self) -> FlopsKey {
+        match self {
+            MoeQuant::Bfloat16
+            | MoeQuant::Int4Wo
+            | MoeQuant::Nvfp4Wo
+            | MoeQuant::W4a16Mxfp4
+            | MoeQuant::W4a16Mxfp4Cutlass
+            | MoeQuant::W4a16Nvfp4 => FlopsKey::Bfloat16,
+            MoeQuant::Fp8
+            | MoeQuant::Fp8Block
+            | MoeQuant::W4afp8
+            | MoeQuant::W4a8Mxfp4Mxfp8
+            | MoeQuant::W4a8Mxfp4Mxfp8Trtllm => FlopsKey::Fp8,
+            MoeQuant::Nvfp4 => FlopsKey::Fp4,
         }
     }
 }

@@ -5,11 +5,15 @@
 mod attention;
 mod comm;
 mod gemm;
+mod mla;
+mod moe;
 mod quantize;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
 pub use gemm::GemmTable;
+pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
+pub use moe::{MoeCurves, MoeKey, MoeTable};
 pub use quantize::{QuantizeKernel, QuantizeTable};
 
 use std::collections::HashMap;
@@ -35,6 +39,12 @@ pub struct PerfDatabase {
     custom_allreduce: OnceLock<Result<Arc<CustomAllReduceTable>>>,
     nccl: OnceLock<Result<Arc<NcclTable>>>,
     compute_scale: OnceLock<Result<Arc<QuantizeTable>>>,
+    moe: OnceLock<Result<Arc<MoeTable>>>,
+    context_mla: OnceLock<Result<Arc<MlaKernelTable>>>,
+    generation_mla: OnceLock<Result<Arc<MlaKernelTable>>>,
+    context_mla_module: OnceLock<Result<Arc<MlaModuleTable>>>,
+    generation_mla_module: OnceLock<Result<Arc<MlaModuleTable>>>,
+    mla_bmm: OnceLock<Result<Arc<MlaBmmTable>>>,
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
 }
 
@@ -82,6 +92,12 @@ impl PerfDatabase {
             custom_allreduce: OnceLock::new(),
             nccl: OnceLock::new(),
             compute_scale: OnceLock::new(),
+            moe: OnceLock::new(),
+            context_mla: OnceLock::new(),
+            generation_mla: OnceLock::new(),
+            context_mla_module: OnceLock::new(),
+            generation_mla_module: OnceLock::new(),
+            mla_bmm: OnceLock::new(),
             scale_matrix: OnceLock::new(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
@@ -122,6 +138,28 @@ impl PerfDatabase {
     /// The system-wide NCCL table.
     pub fn nccl(&self) -> Result<Arc<NcclTable>> {
         self.nccl.get_or_init(|| NcclTable::load(&self.resolver).map(Arc::new)).clone()
+    }
+
+    /// The MoE table.
+    pub fn moe(&self) -> Result<Arc<MoeTable>> {
+        self.moe.get_or_init(|| MoeTable::load(&self.resolver).map(Arc::new)).clone()
+    }
+
+    /// The op-level MLA kernel table (context or generation).
+    pub fn mla_kernel(&self, context: bool) -> Result<Arc<MlaKernelTable>> {
+        let cell = if context { &self.context_mla } else { &self.generation_mla };
+        cell.get_or_init(|| MlaKernelTable::load(&self.resolver, context).map(Arc::new)).clone()
+    }
+
+    /// The fused MLA module table (context or generation).
+    pub fn mla_module(&self, context: bool) -> Result<Arc<MlaModuleTable>> {
+        let cell = if context { &self.context_mla_module } else { &self.generation_mla_module };
+        cell.get_or_init(|| MlaModuleTable::load(&self.resolver, context).map(Arc::new)).clone()
+    }
+
+    /// The MLA decode BMM table.
+    pub fn mla_bmm(&self) -> Result<Arc<MlaBmmTable>> {
+        self.mla_bmm.get_or_init(|| MlaBmmTable::load(&self.resolver).map(Arc::new)).clone()
     }
 
     /// A quantisation kernel table (fp8_static GEMMs).

@@ -1,0 +1,162 @@
+//! MoE table (`moe_perf.parquet`, spec 10 §4.5, 11 §7): per (quant, distribution, shape) a
+//! curve over the number of tokens. TRT-LLM's min-latency kernel rows form a separate
+//! low-latency table; two sglang kernels are remapped to their own quant names at load.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::data::sources::SourceResolver;
+use crate::error::Result;
+use crate::lookup::{Grid, GridBuilder, Leaf};
+
+use super::{no_rows_message, passes_filter, read_sources, to_u64};
+
+/// The slice of one MoE curve.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MoeKey {
+    /// MoE quant (after the load-time remaps).
+    pub quant: String,
+    /// Token-to-expert distribution, e.g. `power_law_1.2`.
+    pub distribution: String,
+    /// Experts per token.
+    pub topk: u64,
+    /// Experts.
+    pub num_experts: u64,
+    /// Hidden size.
+    pub hidden_size: u64,
+    /// Full per-expert intermediate size.
+    pub inter_size: u64,
+    /// Expert tensor parallelism.
+    pub moe_tp_size: u64,
+    /// Expert parallelism.
+    pub moe_ep_size: u64,
+}
+
+impl std::fmt::Display for MoeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MoeKey {{ quant: {:?}, distribution: {:?}, topk: {}, num_experts: {}, hidden_size: {}, \
+             inter_size: {}, moe_tp_size: {}, moe_ep_size: {} }}",
+            self.quant,
+            self.distribution,
+            self.topk,
+            self.num_experts,
+            self.hidden_size,
+            self.inter_size,
+            self.moe_tp_size,
+            self.moe_ep_size
+        )
+    }
+}
+
+/// Curves of one MoE table (standard or low-latency).
+#[derive(Debug, Default)]
+pub struct MoeCurves {
+    curves: HashMap<MoeKey, Grid>,
+    distributions: HashSet<(String, String)>,
+}
+
+impl MoeCurves {
+    /// The curve of a key.
+    pub fn curve(&self, key: &MoeKey) -> Option<&Grid> {
+        self.curves.get(key)
+    }
+
+    /// Whether any shape of `quant` has rows under `distribution`.
+    pub fn has_distribution(&self, quant: &str, distribution: &str) -> bool {
+        self.distributions.contains(&(quant.to_string(), distribution.to_string()))
+    }
+
+    /// True when the table holds no curve.
+    pub fn is_empty(&self) -> bool {
+        self.curves.is_empty()
+    }
+}
+
+/// The MoE table of one database.
+#[derive(Debug)]
+pub struct MoeTable {
+    /// Every row except TRT-LLM's min-latency kernel.
+    pub standard: MoeCurves,
+    /// TRT-LLM `moe_torch_flow_min_latency` rows.
+    pub low_latency: MoeCurves,
+}
+
+const LOW_LATENCY_KERNEL: &str = "moe_torch_flow_min_latency";
+
+fn remap_quant<'a>(quant: &'a str, kernel: Option<&str>) -> &'a str {
+    match (quant, kernel) {
+        ("w4a8_mxfp4_mxfp8", Some("sglang_mxfp4_flashinfer_trtllm_moe")) => "w4a8_mxfp4_mxfp8_trtllm",
+        ("w4a16_mxfp4", Some("sglang_flashinfer_cutlass_moe")) => "w4a16_mxfp4_cutlass",
+        _ => quant,
+    }
+}
+
+impl MoeTable {
+    /// Loads and merges every source first-wins.
+    pub fn load(resolver: &SourceResolver) -> Result<Self> {
+        let sources = resolver.sources("moe_perf.parquet");
+        let tables = read_sources(
+            &sources,
+            &[
+                "moe_dtype",
+                "distribution",
+                "topk",
+                "num_experts",
+                "hidden_size",
+                "inter_size",
+                "moe_tp_size",
+                "moe_ep_size",
+                "num_tokens",
+                "latency",
+                "power",
+                "kernel_source",
+            ],
+        )?;
+        let mut builders: [HashMap<MoeKey, GridBuilder>; 2] = [HashMap::new(), HashMap::new()];
+        let mut rows = 0usize;
+        for (table, filter) in &tables {
+            let quant = table.str("moe_dtype")?;
+            let dist = table.str("distribution")?;
+            let ints: Vec<&[i64]> = ["topk", "num_experts", "hidden_size", "inter_size", "moe_tp_size", "moe_ep_size", "num_tokens"]
+                .iter()
+                .map(|c| table.int(c))
+                .collect::<Result<_>>()?;
+            let latency = table.float("latency")?;
+            let power = table.opt_float("power")?;
+            let kernel = table.opt_str("kernel_source")?;
+            for i in 0..table.num_rows {
+                let ks = kernel.map(|c| c[i].as_str());
+                if !passes_filter(filter, ks) {
+                    continue;
+                }
+                let which = usize::from(ks == Some(LOW_LATENCY_KERNEL));
+                let u = |c: usize, name: &str| to_u64(ints[c][i], name, table);
+                let key = MoeKey {
+                    quant: remap_quant(&quant[i], ks).to_string(),
+                    distribution: dist[i].clone(),
+                    topk: u(0, "topk")?,
+                    num_experts: u(1, "num_experts")?,
+                    hidden_size: u(2, "hidden_size")?,
+                    inter_size: u(3, "inter_size")?,
+                    moe_tp_size: u(4, "moe_tp_size")?,
+                    moe_ep_size: u(5, "moe_ep_size")?,
+                };
+                let tokens = u(6, "num_tokens")?;
+                let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
+                if builders[which].entry(key).or_insert_with(|| GridBuilder::new(1)).insert(vec![tokens], leaf) {
+                    rows += 1;
+                }
+            }
+        }
+        if rows == 0 {
+            return Err(no_rows_message("MoE", &sources));
+        }
+        let [std, ll] = builders;
+        let build = |b: HashMap<MoeKey, GridBuilder>| {
+            let distributions = b.keys().map(|k| (k.quant.clone(), k.distribution.clone())).collect();
+            MoeCurves { curves: b.into_iter().map(|(k, g)| (k, g.build(None))).collect(), distributions }
+        };
+        Ok(MoeTable { standard: build(std), low_latency: build(ll) })
+    }
+}

@@ -1,0 +1,256 @@
+//! MLA ops (spec 20 §14, 11 §8): op-level context / generation MLA kernels, the fused MLA
+//! modules and the decode BMMs. SOL formulas hard-code the DeepSeek dimensions (q/k+v width
+//! 320 in prefill; 1088 and 576 in decode; BMM 128×512).
+
+use std::sync::Arc;
+
+use crate::data::tables::PerfDatabase;
+use crate::error::{AicError, Result};
+use crate::lookup::{anchor_message, Grid};
+use crate::spec::{ContextMlaOp, GemmQuant, GenerationMlaOp, KvQuant, MlaBmmOp, MlaModuleOp};
+
+use super::{OpValue, Shape, Source};
+
+/// Context MLA SOL at a coordinate `(n, full, b)` with `p` cached tokens, ms.
+fn context_mla_sol(n: f64, full: f64, b: f64, p: f64, kv_bytes: f64, flops: f64, mem_bw: f64) -> f64 {
+    let s = full - p;
+    let ops = b * n * 320.0 * (full * full - p * p);
+    let mem = b * n * (kv_bytes * full * 320.0 + 2.0 * s * 320.0);
+    (ops / flops).max(mem / mem_bw) * 1000.0
+}
+
+/// Decode MLA attention terms `(ops, bytes)` at `(n, b, s)`.
+fn generation_mla_terms(n: f64, b: f64, s: f64, kv_bytes: f64) -> (f64, f64) {
+    (2.0 * b * n * 1088.0 * s, b * (n * 1088.0 * 2.0 + (s - 1.0) * 576.0 * kv_bytes))
+}
+
+/// Looks up a context-type MLA grid at `full = s + p`, with the prefix correction.
+fn context_lookup(grid: &Grid, n: f64, b: u64, s: u64, p: u64, kv_bytes: f64, flops: f64, mem_bw: f64) -> Result<OpValue> {
+    let full = s + p;
+    let q = [n, full as f64, b as f64];
+    let sol = |c: &[f64]| context_mla_sol(c[0], c[1], c[2], 0.0, kv_bytes, flops, mem_bw);
+    let v = grid
+        .lookup(&q, &sol)
+        .map_err(|m| AicError::perf(anchor_message(&["num_heads", "seq_len", "batch"], &q, m)))?;
+    let (f, pf) = (full as f64, p as f64);
+    let corr = if full == 0 { 0.0 } else { (f * f - pf * pf) / (f * f) };
+    Ok(OpValue::new(v.latency * corr, v.energy * corr, Source::Silicon))
+}
+
+fn decode_flops(db: &PerfDatabase, kv: KvQuant) -> Result<f64> {
+    db.system.flops(kv.as_str(), kv.decode_flops_key(db.system.gpu.sm_version))
+}
+
+/// Compiled `ContextMla`.
+#[derive(Debug)]
+pub struct ContextMlaEval {
+    pub(crate) name: String,
+    op: ContextMlaOp,
+    db: Arc<PerfDatabase>,
+}
+
+impl ContextMlaEval {
+    pub(crate) fn compile(op: &ContextMlaOp, db: &Arc<PerfDatabase>) -> Self {
+        ContextMlaEval { name: op.name.clone(), op: op.clone(), db: db.clone() }
+    }
+
+    /// Table term at the full sequence (zig-zag chunks under context parallelism); no extras.
+    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        let o = &self.op;
+        let flops = self.db.system.flops(o.fmha_quant_mode.as_str(), o.fmha_quant_mode.flops_key())?;
+        let table = self.db.mla_kernel(true)?;
+        let grid = table.slice(&[o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str()]).ok_or_else(|| {
+            AicError::perf(format!(
+                "context MLA data missing for ContextKey {{ fmha_quant: {:?}, kv_quant: {:?} }} at {}",
+                o.fmha_quant_mode.as_str(),
+                o.kv_cache_dtype.as_str(),
+                self.db.label()
+            ))
+        })?;
+        let (n, kvb, bw) = (f64::from(o.num_heads), o.kv_cache_dtype.bytes_per_elem(), self.db.system.gpu.mem_bw);
+        let (b, s, p) = (shape.batch, shape.s, shape.prefix);
+        let term = if o.cp_size > 1 {
+            let c = s.div_ceil(2 * u64::from(o.cp_size)).max(1);
+            context_lookup(grid, n, b, c, p, kvb, flops, bw)?
+                .add(context_lookup(grid, n, b, c, p + s - c.min(s), kvb, flops, bw)?)
+        } else {
+            context_lookup(grid, n, b, s, p, kvb, flops, bw)?
+        };
+        Ok(term.finish(o.scale_factor))
+    }
+}
+
+/// Compiled `GenerationMla`.
+#[derive(Debug)]
+pub struct GenerationMlaEval {
+    pub(crate) name: String,
+    op: GenerationMlaOp,
+    db: Arc<PerfDatabase>,
+}
+
+impl GenerationMlaEval {
+    pub(crate) fn compile(op: &GenerationMlaOp, db: &Arc<PerfDatabase>) -> Self {
+        GenerationMlaEval { name: op.name.clone(), op: op.clone(), db: db.clone() }
+    }
+
+    /// One lookup at `(heads, batch, s)` (no sample averaging).
+    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        let o = &self.op;
+        let flops = decode_flops(&self.db, o.kv_cache_dtype)?;
+        let table = self.db.mla_kernel(false)?;
+        let grid = table.slice(&[o.kv_cache_dtype.as_str()]).ok_or_else(|| {
+            AicError::perf(format!(
+                "generation MLA data missing for KvOnlyKey {{ kv_quant: {:?} }} at {}",
+                o.kv_cache_dtype.as_str(),
+                self.db.label()
+            ))
+        })?;
+        let kvb = o.kv_cache_dtype.bytes_per_elem();
+        let bw = self.db.system.gpu.mem_bw;
+        let q = [f64::from(o.num_heads), shape.batch as f64, shape.s as f64];
+        let sol = |c: &[f64]| {
+            let (ops, bytes) = generation_mla_terms(c[0], c[1], c[2], kvb);
+            (ops / flops).max(bytes / bw) * 1000.0
+        };
+        let v = grid
+            .lookup(&q, &sol)
+            .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
+        Ok(OpValue::new(v.latency, v.energy, Source::Silicon).finish(o.scale_factor))
+    }
+}
+
+/// Compiled `MlaModuleContext` / `MlaModuleGeneration`.
+#[derive(Debug)]
+pub struct MlaModuleEval {
+    pub(crate) name: String,
+    op: MlaModuleOp,
+    context: bool,
+    db: Arc<PerfDatabase>,
+}
+
+impl MlaModuleEval {
+    pub(crate) fn compile(op: &MlaModuleOp, context: bool, db: &Arc<PerfDatabase>) -> Self {
+        MlaModuleEval { name: op.name.clone(), op: op.clone(), context, db: db.clone() }
+    }
+
+    fn missing(&self) -> AicError {
+        let o = &self.op;
+        let native = match o.native_num_heads {
+            Some(n) => format!(" native_heads=Some({n})"),
+            None => " native_heads=None".to_string(),
+        };
+        if self.context {
+            AicError::perf(format!(
+                "context MLA module data missing for ModuleKey {{ fmha_quant: {:?}, kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}",
+                o.fmha_quant_mode.as_str(),
+                o.kv_cache_dtype.as_str(),
+                o.gemm_quant_mode.as_str(),
+                self.db.label()
+            ))
+        } else {
+            AicError::perf(format!(
+                "generation MLA module data missing for GenModuleKey {{ kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}",
+                o.kv_cache_dtype.as_str(),
+                o.gemm_quant_mode.as_str(),
+                self.db.label()
+            ))
+        }
+    }
+
+    /// Context: table at `s + prefix` with the prefix correction; generation: one lookup.
+    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        let o = &self.op;
+        let db = &*self.db;
+        let bw = db.system.gpu.mem_bw;
+        let kvb = o.kv_cache_dtype.bytes_per_elem();
+        let n = f64::from(o.num_heads);
+        if self.context {
+            let flops = db.system.flops(o.fmha_quant_mode.as_str(), o.fmha_quant_mode.flops_key())?;
+            let table = db.mla_module(true)?;
+            let key = [o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()];
+            let grid = table.slice(&key, o.native_num_heads).ok_or_else(|| self.missing())?;
+            let v = context_lookup(grid, n, shape.batch, shape.s, shape.prefix, kvb, flops, bw)?;
+            return Ok(v.finish(o.scale_factor));
+        }
+        let f_attn = decode_flops(db, o.kv_cache_dtype)?;
+        let f_gemm = db.system.flops(o.gemm_quant_mode.as_str(), o.gemm_quant_mode.flops_key())?;
+        let table = db.mla_module(false)?;
+        let key = [o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()];
+        let grid = table.slice(&key, o.native_num_heads).ok_or_else(|| self.missing())?;
+        let gemm_bytes = o.gemm_quant_mode.bytes_per_elem();
+        let sol = |c: &[f64]| {
+            let (n, b, s) = (c[0], c[1], c[2]);
+            let (ops_a, bytes_a) = generation_mla_terms(n, b, s, kvb);
+            let ops_b = 4.0 * b * n * 128.0 * 512.0;
+            let bytes_b = 2.0 * n * (b * 640.0 + 128.0 * 512.0) * gemm_bytes;
+            (ops_a / f_attn + ops_b / f_gemm).max((bytes_a + bytes_b) / bw) * 1000.0
+        };
+        let q = [n, shape.batch as f64, shape.s as f64];
+        let v = grid
+            .lookup(&q, &sol)
+            .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
+        Ok(OpValue::new(v.latency, v.energy, Source::Silicon).finish(o.scale_factor))
+    }
+}
+
+/// Compiled `MlaBmm`.
+#[derive(Debug)]
+pub struct MlaBmmEval {
+    pub(crate) name: String,
+    op: MlaBmmOp,
+    db: Arc<PerfDatabase>,
+}
+
+impl MlaBmmEval {
+    pub(crate) fn compile(op: &MlaBmmOp, db: &Arc<PerfDatabase>) -> Self {
+        MlaBmmEval { name: op.name.clone(), op: op.clone(), db: db.clone() }
+    }
+
+    /// The curve at the decode batch, with per-slice quant fallback to bfloat16 and head routing
+    /// to the next power of two.
+    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        let o = &self.op;
+        let db = &*self.db;
+        let quant = o.quant_mode;
+        let flops = db.system.flops(quant.as_str(), quant.flops_key())?;
+        let table = db.mla_bmm()?;
+        let which = if o.is_pre { "mla_gen_pre" } else { "mla_gen_post" };
+        let bf16 = GemmQuant::Bfloat16.as_str();
+        let slice = table
+            .slice(quant.as_str(), which)
+            .or_else(|| table.slice(bf16, which))
+            .ok_or_else(|| {
+                AicError::perf(format!(
+                    "MLA BMM data missing for quant={}, {which} at {}",
+                    quant.as_str(),
+                    db.label()
+                ))
+            })?;
+        // Head routing, existence judged on the quant chosen at quant level.
+        let level_quant = if table.has_quant(quant.as_str()) { quant.as_str() } else { bf16 };
+        let heads = u64::from(o.num_heads);
+        let exists = table.slice(level_quant, which).is_some_and(|s| s.contains_key(&heads));
+        let (used_heads, factor) = if heads.is_power_of_two() || exists {
+            (heads, 1.0)
+        } else {
+            let p = heads.next_power_of_two();
+            (p, heads as f64 / p as f64)
+        };
+        let curve = slice.get(&used_heads).ok_or_else(|| {
+            AicError::perf(format!("MLA BMM data missing for num_heads={used_heads} at {}", db.label()))
+        })?;
+        let nh = used_heads as f64;
+        let bpe = quant.bytes_per_elem();
+        let bw = db.system.gpu.mem_bw;
+        let sol = |c: &[f64]| {
+            let t = c[0];
+            (2.0 * t * nh * 128.0 * 512.0 / flops).max(nh * (t * 640.0 + 128.0 * 512.0) * bpe / bw) * 1000.0
+        };
+        let t = shape.batch as f64;
+        let v = curve
+            .lookup(&[t], &sol)
+            .map_err(|m| AicError::perf(anchor_message(&["num_tokens"], &[t], m)))?;
+        Ok(OpValue::new(v.latency * factor, v.energy * factor, Source::Silicon).finish(o.scale_factor))
+    }
+}
+
