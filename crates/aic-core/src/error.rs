@@ -33,9 +33,14 @@ pub enum AicError {
     /// A system description (YAML) or a versions file is missing or malformed.
     #[error("invalid system description: {0}")]
     System(String),
-    /// A requested backend version that is not a queryable slot (message shown as is).
+    /// An invalid argument whose message is shown as is (a `ValueError`): an unknown backend
+    /// version slot, a KV-cache request the memory model rejects, ...
     #[error("{0}")]
-    Version(String),
+    Value(String),
+    /// Bad forward-pass-model input (FPM telemetry, tuning or options JSON, engine config JSON)
+    /// or a model the forward-pass estimator cannot compile (spec 42); shown as is.
+    #[error(transparent)]
+    Fpm(#[from] crate::fpm::FpmError),
 }
 
 /// The exception family an error belongs to at a language boundary.
@@ -62,7 +67,8 @@ impl AicError {
             | AicError::SchemaVersion { .. }
             | AicError::WireFormat(_)
             | AicError::System(_)
-            | AicError::Version(_) => ErrorClass::Value,
+            | AicError::Value(_)
+            | AicError::Fpm(_) => ErrorClass::Value,
         }
     }
 
@@ -74,6 +80,11 @@ impl AicError {
     /// Shorthand for a perf-database miss.
     pub fn perf(msg: impl Into<String>) -> Self {
         AicError::PerfData(msg.into())
+    }
+
+    /// Shorthand for an invalid argument shown without a prefix.
+    pub fn value(msg: impl Into<String>) -> Self {
+        AicError::Value(msg.into())
     }
 
     /// Shorthand for an invalid argument or configuration.

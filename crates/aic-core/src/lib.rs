@@ -9,7 +9,9 @@
 pub mod data;
 pub mod engine;
 pub mod error;
+pub mod fpm;
 pub mod lookup;
+pub mod memory;
 pub mod ops;
 pub mod spec;
 

@@ -49,7 +49,7 @@ fn golden_versions_and_lane_orders() {
                 let is_version_error = message.contains("version");
                 if is_version_error {
                     match resolved {
-                        Err(AicError::Version(m)) => assert_eq!(m, message, "{id}"),
+                        Err(AicError::Value(m)) => assert_eq!(m, message, "{id}"),
                         other => panic!("{id}: expected version error, got {other:?}"),
                     }
                     checked_errors += 1;

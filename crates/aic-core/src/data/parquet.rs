@@ -3,10 +3,11 @@
 //! (`Utf8`, `LargeUtf8`, views, dictionaries) to `String`. Rows keep file order.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -14,8 +15,10 @@ use arrow_array::types::{
     UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 
 use crate::error::{AicError, Result};
@@ -60,7 +63,7 @@ pub struct RawTable {
     pub path: PathBuf,
     /// Number of rows.
     pub num_rows: usize,
-    columns: Vec<(String, Column)>,
+    columns: Vec<(String, Stored)>,
 }
 
 fn file_error(path: &Path, message: impl Into<String>) -> AicError {
@@ -113,34 +116,141 @@ fn open_checked(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// A column while batches are appended: strings are interned into a first-seen dictionary.
+enum Building {
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Str {
+        codes: Vec<u32>,
+        dict: Vec<String>,
+        index: HashMap<String, u32>,
+    },
+}
+
+impl Building {
+    fn len(&self) -> usize {
+        match self {
+            Building::Int(v) => v.len(),
+            Building::Float(v) => v.len(),
+            Building::Str { codes, .. } => codes.len(),
+        }
+    }
+
+    fn intern(dict: &mut Vec<String>, index: &mut HashMap<String, u32>, s: &str) -> u32 {
+        if let Some(&c) = index.get(s) {
+            return c;
+        }
+        let c = dict.len() as u32;
+        dict.push(s.to_string());
+        index.insert(s.to_string(), c);
+        c
+    }
+
+    fn finish(self) -> Stored {
+        match self {
+            Building::Int(v) => Stored::Ready(Column::Int(v)),
+            Building::Float(v) => Stored::Ready(Column::Float(v)),
+            Building::Str { codes, dict, .. } => Stored::Coded {
+                codes,
+                dict,
+                full: OnceLock::new(),
+            },
+        }
+    }
+}
+
+/// A decoded column as kept by [`RawTable`]; strings stay dictionary-coded until asked for.
+#[derive(Debug, Clone)]
+enum Stored {
+    Ready(Column),
+    Coded {
+        codes: Vec<u32>,
+        dict: Vec<String>,
+        full: OnceLock<Column>,
+    },
+}
+
+impl Stored {
+    fn column(&self) -> &Column {
+        match self {
+            Stored::Ready(c) => c,
+            Stored::Coded { codes, dict, full } => full.get_or_init(|| {
+                Column::Str(codes.iter().map(|&c| dict[c as usize].clone()).collect())
+            }),
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Stored::Ready(c) => c.type_name(),
+            Stored::Coded { .. } => "string",
+        }
+    }
+}
+
+fn changed(path: &Path, name: &str) -> AicError {
+    file_error(
+        path,
+        format!("parquet column \"{name}\" changes type between batches"),
+    )
+}
+
+fn null_err(path: &Path, name: &str, array: &dyn Array, row_offset: usize) -> AicError {
+    let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0) + row_offset;
+    file_error(
+        path,
+        format!("parquet column \"{name}\" has a null value at row {row}"),
+    )
+}
+
+/// Appends the string values of a (non-dictionary) string array.
+fn append_strings<'a>(
+    path: &Path,
+    name: &str,
+    values: impl Iterator<Item = Option<&'a str>>,
+    len: usize,
+    out: &mut Option<Building>,
+) -> Result<()> {
+    let b = out.get_or_insert_with(|| Building::Str {
+        codes: Vec::with_capacity(len),
+        dict: Vec::new(),
+        index: HashMap::new(),
+    });
+    let Building::Str { codes, dict, index } = b else {
+        return Err(changed(path, name));
+    };
+    let mut last: Option<(&str, u32)> = None;
+    for v in values {
+        let s = v.unwrap_or("");
+        let c = match last {
+            Some((prev, c)) if prev == s => c,
+            _ => {
+                let c = Building::intern(dict, index, s);
+                last = Some((s, c));
+                c
+            }
+        };
+        codes.push(c);
+    }
+    Ok(())
+}
+
 /// Appends the values of one arrow array to a column (created on the first batch).
 fn append(
     path: &Path,
     name: &str,
     array: &ArrayRef,
     row_offset: usize,
-    out: &mut Option<Column>,
+    out: &mut Option<Building>,
 ) -> Result<()> {
-    fn null_err(path: &Path, name: &str, array: &dyn Array, row_offset: usize) -> AicError {
-        let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0) + row_offset;
-        file_error(
-            path,
-            format!("parquet column \"{name}\" has a null value at row {row}"),
-        )
-    }
-    fn changed(path: &Path, name: &str) -> AicError {
-        file_error(
-            path,
-            format!("parquet column \"{name}\" changes type between batches"),
-        )
-    }
     macro_rules! ints {
         ($t:ty) => {{
             if array.null_count() > 0 {
                 return Err(null_err(path, name, array.as_ref(), row_offset));
             }
             let a = array.as_primitive::<$t>();
-            let Column::Int(v) = out.get_or_insert_with(|| Column::Int(Vec::with_capacity(a.len())))
+            let Building::Int(v) =
+                out.get_or_insert_with(|| Building::Int(Vec::with_capacity(a.len())))
             else {
                 return Err(changed(path, name));
             };
@@ -153,21 +263,12 @@ fn append(
                 return Err(null_err(path, name, array.as_ref(), row_offset));
             }
             let a = array.as_primitive::<$t>();
-            let Column::Float(v) =
-                out.get_or_insert_with(|| Column::Float(Vec::with_capacity(a.len())))
+            let Building::Float(v) =
+                out.get_or_insert_with(|| Building::Float(Vec::with_capacity(a.len())))
             else {
                 return Err(changed(path, name));
             };
             v.extend(a.values().iter().map(|&x| x as f64));
-        }};
-    }
-    macro_rules! strings {
-        ($iter:expr, $len:expr) => {{
-            let Column::Str(v) = out.get_or_insert_with(|| Column::Str(Vec::with_capacity($len)))
-            else {
-                return Err(changed(path, name));
-            };
-            v.extend($iter.map(|s: Option<&str>| s.unwrap_or("").to_string()));
         }};
     }
     match array.data_type() {
@@ -183,7 +284,8 @@ fn append(
                 return Err(null_err(path, name, array.as_ref(), row_offset));
             }
             let a = array.as_primitive::<UInt64Type>();
-            let Column::Int(v) = out.get_or_insert_with(|| Column::Int(Vec::with_capacity(a.len())))
+            let Building::Int(v) =
+                out.get_or_insert_with(|| Building::Int(Vec::with_capacity(a.len())))
             else {
                 return Err(changed(path, name));
             };
@@ -202,9 +304,15 @@ fn append(
         }
         DataType::Float64 => floats!(Float64Type),
         DataType::Float32 => floats!(Float32Type),
-        DataType::Utf8 => strings!(array.as_string::<i32>().iter(), array.len()),
-        DataType::LargeUtf8 => strings!(array.as_string::<i64>().iter(), array.len()),
-        DataType::Utf8View => strings!(array.as_string_view().iter(), array.len()),
+        DataType::Utf8 => {
+            append_strings(path, name, array.as_string::<i32>().iter(), array.len(), out)?
+        }
+        DataType::LargeUtf8 => {
+            append_strings(path, name, array.as_string::<i64>().iter(), array.len(), out)?
+        }
+        DataType::Utf8View => {
+            append_strings(path, name, array.as_string_view().iter(), array.len(), out)?
+        }
         DataType::Dictionary(_, value_type)
             if matches!(
                 value_type.as_ref(),
@@ -214,30 +322,51 @@ fn append(
             let dict = array
                 .as_any_dictionary_opt()
                 .ok_or_else(|| file_error(path, format!("bad dictionary column \"{name}\"")))?;
-            let keys = dict.normalized_keys();
-            let values: Vec<Option<String>> = {
-                let mut tmp: Option<Column> = None;
-                let vals = dict.values();
-                append(path, name, vals, 0, &mut tmp)?;
-                let Some(Column::Str(strs)) = tmp else {
-                    return Err(file_error(path, format!("bad dictionary column \"{name}\"")));
-                };
-                strs.into_iter()
-                    .enumerate()
-                    .map(|(i, s)| if vals.is_null(i) { None } else { Some(s) })
-                    .collect()
-            };
-            let Column::Str(v) =
-                out.get_or_insert_with(|| Column::Str(Vec::with_capacity(keys.len())))
+            let values = dict.values();
+            // The batch's dictionary values, read as one small string column.
+            let mut local: Option<Building> = None;
+            append(path, name, values, 0, &mut local)?;
+            let Some(Building::Str {
+                codes: local_codes,
+                dict: local_dict,
+                ..
+            }) = local
             else {
+                return Err(file_error(path, format!("bad dictionary column \"{name}\"")));
+            };
+            let b = out.get_or_insert_with(|| Building::Str {
+                codes: Vec::with_capacity(array.len()),
+                dict: Vec::new(),
+                index: HashMap::new(),
+            });
+            let Building::Str { codes, dict: global, index } = b else {
                 return Err(changed(path, name));
             };
-            for (i, k) in keys.iter().enumerate() {
-                if array.is_null(i) {
-                    v.push(String::new());
-                } else {
-                    v.push(values.get(*k).cloned().flatten().unwrap_or_default());
+            // Value slot -> global code, assigned at first use so codes follow row order.
+            let mut remap: Vec<Option<u32>> = vec![None; local_codes.len()];
+            let mut empty: Option<u32> = None;
+            let keys = dict.normalized_keys();
+            codes.reserve(keys.len());
+            let has_nulls = array.null_count() > 0;
+            for (i, &k) in keys.iter().enumerate() {
+                if has_nulls && array.is_null(i) {
+                    let e = *empty.get_or_insert_with(|| Building::intern(global, index, ""));
+                    codes.push(e);
+                    continue;
                 }
+                let slot = remap.get_mut(k).ok_or_else(|| {
+                    file_error(path, format!("bad dictionary key in column \"{name}\""))
+                })?;
+                let c = match *slot {
+                    Some(c) => c,
+                    None => {
+                        let c =
+                            Building::intern(global, index, &local_dict[local_codes[k] as usize]);
+                        *slot = Some(c);
+                        c
+                    }
+                };
+                codes.push(c);
             }
         }
         DataType::Null => {
@@ -256,6 +385,27 @@ fn append(
     Ok(())
 }
 
+/// The file schema with every string field asked for as `Dictionary(Int32, <string type>)`, so
+/// the reader hands over dictionary pages without expanding them row by row.
+fn dictionary_hint(schema: &Schema) -> Option<SchemaRef> {
+    let mut any = false;
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 => {
+                any = true;
+                f.as_ref().clone().with_data_type(DataType::Dictionary(
+                    Box::new(DataType::Int32),
+                    Box::new(f.data_type().clone()),
+                ))
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    any.then(|| Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())))
+}
+
 impl RawTable {
     /// Reads every column of a file.
     pub fn read(path: &Path) -> Result<RawTable> {
@@ -270,7 +420,17 @@ impl RawTable {
     fn read_impl(path: &Path, wanted: Option<&[&str]>) -> Result<RawTable> {
         let file = open_checked(path)?;
         let perr = |e: parquet::errors::ParquetError| file_error(path, format!("parquet: {e}"));
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(perr)?;
+        let mut meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(perr)?;
+        if let Some(hint) = dictionary_hint(meta.schema()) {
+            // Fall back to the plain schema if the hint is refused.
+            if let Ok(m) = ArrowReaderMetadata::try_new(
+                Arc::clone(meta.metadata()),
+                ArrowReaderOptions::new().with_schema(hint),
+            ) {
+                meta = m;
+            }
+        }
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta);
         let schema = Arc::clone(builder.schema());
         let num_rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
         let indices: Vec<usize> = schema
@@ -290,7 +450,7 @@ impl RawTable {
             .with_batch_size(num_rows.max(1))
             .build()
             .map_err(perr)?;
-        let mut cols: Vec<Option<Column>> = vec![None; names.len()];
+        let mut cols: Vec<Option<Building>> = names.iter().map(|_| None).collect();
         let mut rows = 0usize;
         for batch in reader {
             let batch = batch.map_err(|e| file_error(path, format!("parquet: {e}")))?;
@@ -321,7 +481,7 @@ impl RawTable {
                     format!("parquet column \"{name}\" has {} values for {rows} rows", col.len()),
                 ));
             }
-            columns.push((name, col));
+            columns.push((name, col.finish()));
         }
         Ok(RawTable {
             path: path.to_path_buf(),
@@ -342,7 +502,10 @@ impl RawTable {
         Ok(RawTable {
             path,
             num_rows,
-            columns,
+            columns: columns
+                .into_iter()
+                .map(|(n, c)| (n, Stored::Ready(c)))
+                .collect(),
         })
     }
 
@@ -356,9 +519,13 @@ impl RawTable {
         self.columns.iter().map(|(n, _)| n.as_str()).collect()
     }
 
-    /// The column of that name, if read.
-    pub fn column(&self, name: &str) -> Option<&Column> {
+    fn stored(&self, name: &str) -> Option<&Stored> {
         self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    /// The column of that name, if read (a string column is expanded on first access).
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.stored(name).map(Stored::column)
     }
 
     fn missing(&self, name: &str) -> AicError {
@@ -375,7 +542,7 @@ impl RawTable {
         )
     }
 
-    fn wrong_type(&self, name: &str, expected: &str, actual: &Column) -> AicError {
+    fn wrong_type(&self, name: &str, expected: &str, actual: &Stored) -> AicError {
         file_error(
             &self.path,
             format!(
@@ -395,46 +562,117 @@ impl RawTable {
         self.opt_float(name)?.ok_or_else(|| self.missing(name))
     }
 
-    /// A string column.
+    /// A string column (expanded to one `String` per row on first access; loaders that only
+    /// compare values should prefer [`Self::str_codes`]).
     pub fn str(&self, name: &str) -> Result<&[String]> {
         self.opt_str(name)?.ok_or_else(|| self.missing(name))
     }
 
+    /// A string column as per-row codes into its distinct values (first-seen order): the fast
+    /// way to read string keys.
+    pub fn str_codes(&self, name: &str) -> Result<StrCodes<'_>> {
+        self.opt_str_codes(name)?.ok_or_else(|| self.missing(name))
+    }
+
     /// An integer column, `None` when absent.
     pub fn opt_int(&self, name: &str) -> Result<Option<&[i64]>> {
-        match self.column(name) {
+        match self.stored(name) {
             None => Ok(None),
-            Some(Column::Int(v)) => Ok(Some(v)),
+            Some(Stored::Ready(Column::Int(v))) => Ok(Some(v)),
             Some(other) => Err(self.wrong_type(name, "integer", other)),
         }
     }
 
     /// A float column (integers converted), `None` when absent.
     pub fn opt_float(&self, name: &str) -> Result<Option<Cow<'_, [f64]>>> {
-        match self.column(name) {
+        match self.stored(name) {
             None => Ok(None),
-            Some(Column::Float(v)) => Ok(Some(Cow::Borrowed(v))),
-            Some(Column::Int(v)) => Ok(Some(Cow::Owned(v.iter().map(|&x| x as f64).collect()))),
+            Some(Stored::Ready(Column::Float(v))) => Ok(Some(Cow::Borrowed(v))),
+            Some(Stored::Ready(Column::Int(v))) => {
+                Ok(Some(Cow::Owned(v.iter().map(|&x| x as f64).collect())))
+            }
             Some(other) => Err(self.wrong_type(name, "float", other)),
         }
     }
 
     /// A string column, `None` when absent.
     pub fn opt_str(&self, name: &str) -> Result<Option<&[String]>> {
-        match self.column(name) {
+        match self.stored(name) {
             None => Ok(None),
-            Some(Column::Str(v)) => Ok(Some(v)),
+            Some(s @ (Stored::Coded { .. } | Stored::Ready(Column::Str(_)))) => match s.column() {
+                Column::Str(v) => Ok(Some(v)),
+                _ => Err(self.wrong_type(name, "string", s)),
+            },
+            Some(other) => Err(self.wrong_type(name, "string", other)),
+        }
+    }
+
+    /// A string column as codes, `None` when absent.
+    pub fn opt_str_codes(&self, name: &str) -> Result<Option<StrCodes<'_>>> {
+        match self.stored(name) {
+            None => Ok(None),
+            Some(Stored::Coded { codes, dict, .. }) => Ok(Some(StrCodes {
+                codes: Cow::Borrowed(codes),
+                values: Cow::Borrowed(dict),
+            })),
+            Some(Stored::Ready(Column::Str(v))) => {
+                let mut dict = Vec::new();
+                let mut index = HashMap::new();
+                let codes = v
+                    .iter()
+                    .map(|s| Building::intern(&mut dict, &mut index, s))
+                    .collect();
+                Ok(Some(StrCodes {
+                    codes: Cow::Owned(codes),
+                    values: Cow::Owned(dict),
+                }))
+            }
             Some(other) => Err(self.wrong_type(name, "string", other)),
         }
     }
 }
 
+/// A dictionary-coded string column: row `i` holds `values[codes[i]]`.
+#[derive(Debug, Clone)]
+pub struct StrCodes<'a> {
+    /// One code per row.
+    pub codes: Cow<'a, [u32]>,
+    /// The distinct values, in first-seen row order.
+    pub values: Cow<'a, [String]>,
+}
+
+impl StrCodes<'_> {
+    /// The value of row `i`.
+    pub fn get(&self, i: usize) -> &str {
+        &self.values[self.codes[i] as usize]
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    /// The code of a value, if it occurs.
+    pub fn code_of(&self, value: &str) -> Option<u32> {
+        self.values.iter().position(|v| v == value).map(|p| p as u32)
+    }
+}
+
 /// The empty column of a file with no rows, typed from the schema.
-fn empty_column(dt: std::result::Result<&DataType, arrow_schema::ArrowError>) -> Column {
+fn empty_column(dt: std::result::Result<&DataType, arrow_schema::ArrowError>) -> Building {
     match dt {
-        Ok(t) if t.is_integer() => Column::Int(Vec::new()),
-        Ok(t) if t.is_floating() => Column::Float(Vec::new()),
-        _ => Column::Str(Vec::new()),
+        Ok(t) if t.is_integer() => Building::Int(Vec::new()),
+        Ok(t) if t.is_floating() => Building::Float(Vec::new()),
+        _ => Building::Str {
+            codes: Vec::new(),
+            dict: Vec::new(),
+            index: HashMap::new(),
+        },
     }
 }
 
@@ -542,6 +780,15 @@ mod tests {
             );
             assert_eq!(t.str("kernel_source").unwrap(), &["a", "", "b", "c", "d", "e"]);
             assert_eq!(t.str("op").unwrap(), &["x", "y", "z", "w", "v", "u"]);
+            let codes = t.str_codes("kernel_source").unwrap();
+            assert_eq!(codes.len(), 6);
+            assert_eq!(codes.get(1), "");
+            assert_eq!(codes.get(5), "e");
+            assert_eq!(codes.values.as_ref(), &["a", "", "b", "c", "d", "e"]);
+            assert_eq!(codes.code_of("c"), Some(3));
+            assert!(t.str_codes("m").is_err());
+            assert!(t.opt_str_codes("nope").unwrap().is_none());
+            assert!(matches!(t.column("op"), Some(Column::Str(v)) if v.len() == 6));
             assert_eq!(t.int("m").unwrap(), &[1, 2, 3, 4, 5, i64::MAX]);
             assert_eq!(t.int("k").unwrap(), &[10, 20, 30, 40, 50, 60]);
             assert_eq!(&*t.float("latency").unwrap(), &[0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
@@ -680,6 +927,15 @@ mod tests {
             }
             let ms = t0.elapsed().as_secs_f64() * 1000.0 / n as f64;
             eprintln!("{}: {rows} rows, {ms:.2} ms per whole-table read", p.display());
+            let t = RawTable::read(&p).unwrap();
+            for c in t.column_names() {
+                let t0 = std::time::Instant::now();
+                for _ in 0..n {
+                    RawTable::read_columns(&p, &[c]).unwrap();
+                }
+                let ms = t0.elapsed().as_secs_f64() * 1000.0 / n as f64;
+                eprintln!("  {c}: {ms:.2} ms");
+            }
         }
     }
 }

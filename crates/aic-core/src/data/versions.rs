@@ -350,7 +350,7 @@ pub fn resolve_with(
     let version = match slots.alias(name) {
         Some(Some(v)) => v.to_string(),
         Some(None) => {
-            return Err(AicError::Version(format!(
+            return Err(AicError::Value(format!(
                 "{b} on {} has no '{name}' version; available slots: {}",
                 system.name,
                 slots.py_repr()
@@ -361,7 +361,7 @@ pub fn resolve_with(
                 || slots.previous.as_deref() == Some(name)
                 || slots.next.as_deref() == Some(name);
             if !listed && !allow_unlisted {
-                return Err(AicError::Version(format!(
+                return Err(AicError::Value(format!(
                     "{b}/{} looks like an old-style raw version query; {} now resolves versions \
                      through queryable slots. New way: use an alias ('current'/'previous'/'next') \
                      or one of the slot versions {}. Old way (raw data-coordinate access, data \
@@ -1004,7 +1004,7 @@ mod tests {
             );
             for b in [Backend::Vllm, Backend::Sglang, Backend::Trtllm] {
                 let e = r(b, Some("previous")).unwrap_err();
-                assert!(matches!(e, AicError::Version(_)));
+                assert!(matches!(e, AicError::Value(_)));
                 assert_eq!(e.class(), crate::error::ErrorClass::Value);
             }
             assert!(r(Backend::Trtllm, Some("1.3.0rc10")).is_err());

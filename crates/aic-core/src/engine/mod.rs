@@ -101,6 +101,7 @@ pub struct Engine {
     context: Vec<CompiledOp>,
     generation: Vec<CompiledOp>,
     nextn: u64,
+    mode: DatabaseMode,
 }
 
 fn prefix_error(got: i64) -> AicError {
@@ -129,12 +130,6 @@ impl Engine {
         let version = cfg.backend_version.clone().ok_or_else(|| {
             AicError::config("backend_version is required to load the perf database")
         })?;
-        if cfg.database_mode != DatabaseMode::Silicon {
-            return Err(AicError::config(format!(
-                "database_mode {:?} is not supported by this engine yet; supported: SILICON",
-                cfg.database_mode
-            )));
-        }
         let root: PathBuf = cfg
             .systems_path
             .as_ref()
@@ -151,7 +146,8 @@ impl Engine {
         let context = spec.context_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
         let generation = spec.generation_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
         let nextn = u64::from(cfg.nextn());
-        Ok(Engine { spec, db, context, generation, nextn })
+        let mode = cfg.database_mode;
+        Ok(Engine { spec, db, context, generation, nextn, mode })
     }
 
     /// The spec this engine was built from.
@@ -180,7 +176,7 @@ impl Engine {
         if prefix >= isl {
             return Err(prefix_error(isl as i64 - prefix as i64));
         }
-        let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None);
+        let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None).with_mode(self.mode);
         Engine::walk(&self.context, &shape, sink)
     }
 
@@ -195,7 +191,7 @@ impl Engine {
         let mut i = 0;
         while i < osl - 1 {
             let k = stride.min(osl - 1 - i);
-            let shape = Shape::generation(batch, u64::from(run.beam_width), isl + i + 1, run.gen_scale, 0, None);
+            let shape = Shape::generation(batch, u64::from(run.beam_width), isl + i + 1, run.gen_scale, 0, None).with_mode(self.mode);
             let step = match sink.as_deref_mut() {
                 Some(outer) => {
                     let mut local = Folder::default();
@@ -275,7 +271,7 @@ impl Engine {
 
     fn decode_step_shape(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Shape {
         let s = u64::from(isl.max(1)) + u64::from(osl.max(1)) / 2 + 1;
-        Shape::generation(u64::from(gen_tokens) * (self.nextn + 1), 1, s, gen_scale, 0, None)
+        Shape::generation(u64::from(gen_tokens) * (self.nextn + 1), 1, s, gen_scale, 0, None).with_mode(self.mode)
     }
 
     /// One mixed iteration: `ctx_tokens` prefill tokens plus `gen_tokens` decoding requests, ms.
@@ -353,7 +349,7 @@ impl Engine {
         if p1 >= t1 {
             return Err(prefix_error(t1 as i64 - p1 as i64));
         }
-        let shape = Shape::context(1, t1 - p1, p1, seq_scale, None);
+        let shape = Shape::context(1, t1 - p1, p1, seq_scale, None).with_mode(self.mode);
         let mut shared = 0.0;
         for op in self.context.iter().filter(|o| o.name() != "context_attention") {
             let v = op.eval(&shape)?;
@@ -370,7 +366,7 @@ impl Engine {
             }
             let b2 = ctx.div_ceil(isl);
             let k2 = isl.div_ceil(ctx) as f64;
-            let shape = Shape::context(b2, isl - prefix, prefix, seq_scale, None);
+            let shape = Shape::context(b2, isl - prefix, prefix, seq_scale, None).with_mode(self.mode);
             let mut local = Folder::default();
             let mut sum = OpValue::zero(Source::Empirical);
             for op in self.context.iter().filter(|o| o.name() == "context_attention") {
@@ -387,7 +383,7 @@ impl Engine {
         let mut dec_attn = 0.0;
         if gen > 0 {
             let s = isl + u64::from(osl) / 2 + 1;
-            let shape = Shape::generation(gen_q, 1, s, gen_scale, 0, None);
+            let shape = Shape::generation(gen_q, 1, s, gen_scale, 0, None).with_mode(self.mode);
             for op in self.generation.iter().filter(|o| o.name() == "generation_attention") {
                 let v = op.eval(&shape)?;
                 dec_attn += v.latency;
@@ -420,7 +416,8 @@ impl Engine {
             Shape::context(b, s, p, imbalance, x)
         } else {
             Shape::generation(b, 1, s, imbalance, p, x)
-        };
+        }
+        .with_mode(self.mode);
         let mut f = Folder::default();
         Engine::walk(&compiled, &shape, Some(&mut f))?;
         Ok(f.into_results())

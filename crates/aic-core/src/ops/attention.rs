@@ -8,9 +8,73 @@ use crate::data::tables::{AttentionTable, PerfDatabase, SliceKey};
 use crate::error::{AicError, Result};
 use crate::lookup::sol::{context_attention_sol_ms, generation_attention_sol_ms, AttentionSolParams};
 use crate::lookup::{anchor_message, Grid};
-use crate::spec::{ContextAttentionOp, GenerationAttentionOp};
+use crate::spec::{Backend, ContextAttentionOp, DatabaseMode, GenerationAttentionOp};
 
+use super::empirical::{not_implemented, util_at};
 use super::{OpValue, Shape, Source};
+
+/// Prefill head-size utilisation ratio of a backend (spec 20 §4.4), log2-interpolated and
+/// clamped at the ends.
+fn prefill_head_ratio(backend: Backend, head: f64) -> f64 {
+    let heads = [64.0f64, 128.0, 192.0, 256.0, 512.0];
+    let ratios: [f64; 5] = match backend {
+        Backend::Trtllm => [0.58, 1.00, 1.10, 1.17, 1.20],
+        Backend::Sglang => [0.60, 1.00, 1.18, 1.32, 1.38],
+        Backend::Vllm => [0.60, 1.00, 1.27, 1.51, 1.60],
+    };
+    if head <= heads[0] {
+        return ratios[0];
+    }
+    if head >= heads[4] {
+        return ratios[4];
+    }
+    let i = heads.iter().position(|&h| h >= head).unwrap();
+    if heads[i] == head {
+        return ratios[i];
+    }
+    let (l0, l1) = (heads[i - 1].log2(), heads[i].log2());
+    ratios[i - 1] + (head.log2() - l0) / (l1 - l0) * (ratios[i] - ratios[i - 1])
+}
+
+/// The empirical reference slice of an attention op (spec 20 §4.4, §5): own head size in the
+/// window ladder `[w, 0]`, else the cross-head-size transfer. Returns the grid, the slice's SOL
+/// parameters and whether it is a cross-head transfer (with the reference head size).
+fn empirical_slice<'t>(
+    table: &'t AttentionTable,
+    lane_order: &[String],
+    key: SliceKey,
+    params: &AttentionSolParams,
+) -> Option<(&'t Grid, AttentionSolParams, Option<u32>)> {
+    let windows: Vec<u32> = if key.window > 0 { vec![key.window, 0] } else { vec![0] };
+    let at = |head: u32, w: u32| AttentionSolParams { head: f64::from(head), window: f64::from(w), ..*params };
+    // Own head size first, through the window ladder ...
+    for &w in &windows {
+        if let Some((_, grid)) = table.select(lane_order, &SliceKey { window: w, ..key }) {
+            return Some((grid, at(key.head, w), None));
+        }
+    }
+    // ... then the cross-head-size transfer.
+    for &w in &windows {
+        let k = SliceKey { window: w, ..key };
+        let heads = table.head_sizes(&k);
+        if heads.is_empty() {
+            continue;
+        }
+        let reference = if heads.contains(&128) {
+            128
+        } else {
+            let target = f64::from(key.head).log2();
+            *heads
+                .iter()
+                .min_by(|a, b| (f64::from(**a).log2() - target).abs().total_cmp(&(f64::from(**b).log2() - target).abs()))
+                .unwrap()
+        };
+        if let Some((_, grid)) = table.select(lane_order, &SliceKey { head: reference, ..k }) {
+            return Some((grid, at(reference, w), Some(reference)));
+        }
+    }
+    None
+}
 
 /// The slice a compiled attention op reads: the table and the chosen lane's grid.
 #[derive(Debug)]
@@ -56,11 +120,18 @@ pub struct ContextAttentionEval {
     pub(crate) name: String,
     scale_factor: f64,
     n: f64,
+    /// The op's own KV heads (the SOL-mode formula uses them, not the slice's).
+    n_kv: f64,
     cp_size: u32,
     /// `1.1 ×` the constant fused-kernel extras (ms).
     extras: f64,
+    /// `1.1 ×` the extras at the raw bandwidth (SOL mode).
+    extras_sol: f64,
+    key: SliceKey,
+    lane_order: Vec<String>,
     sol: Result<AttentionSolParams>,
     slice: Result<ResolvedSlice>,
+    db: Arc<PerfDatabase>,
 }
 
 impl ContextAttentionEval {
@@ -69,12 +140,15 @@ impl ContextAttentionEval {
         let q = f64::from(op.n) * f64::from(op.head_size);
         let kv = f64::from(op.n_kv) * f64::from(op.head_size);
         let mf = op.fmha_quant_mode.bytes_per_elem();
-        let mut extras = 2.0 * sys.mem_op_ms(2.0 * q + 2.0 * kv)
-            + sys.mem_op_ms(kv * mf)
-            + sys.mem_op_ms(kv * mf);
-        if op.use_qk_norm {
-            extras += 2.0 * (2.0 * sys.mem_op_ms(2.0 * q) + 2.0 * sys.mem_op_ms(2.0 * kv));
-        }
+        let extras_with = |mem_op: &dyn Fn(f64) -> f64| {
+            let mut extras = 2.0 * mem_op(2.0 * q + 2.0 * kv) + mem_op(kv * mf) + mem_op(kv * mf);
+            if op.use_qk_norm {
+                extras += 2.0 * (2.0 * mem_op(2.0 * q) + 2.0 * mem_op(2.0 * kv));
+            }
+            extras
+        };
+        let extras = extras_with(&|b| sys.mem_op_ms(b));
+        let extras_sol = extras_with(&|b| sys.mem_op_sol_ms(b));
         let key = SliceKey {
             fmha: Some(op.fmha_quant_mode),
             kv: op.kv_cache_dtype,
@@ -97,10 +171,15 @@ impl ContextAttentionEval {
             name: op.name.clone(),
             scale_factor: op.scale_factor,
             n: f64::from(op.n),
+            n_kv: f64::from(op.n_kv),
             cp_size: op.cp_size,
             extras: 1.1 * extras,
+            extras_sol: 1.1 * extras_sol,
+            key,
+            lane_order: op.lane_order.clone(),
             sol,
             slice,
+            db: db.clone(),
         }
     }
 
@@ -118,26 +197,91 @@ impl ContextAttentionEval {
         Ok(OpValue::new(v.latency * corr, v.energy * corr, Source::Silicon))
     }
 
+    /// The SOL-mode FMHA term (prefix-aware, the op's own KV heads).
+    fn fmha_sol(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64) -> OpValue {
+        let (b, full, p, n, h, w) = (b as f64, (s_chunk + p) as f64, p as f64, self.n, params.head, params.window);
+        let ops = if w > 0.0 && full > w {
+            2.0 * b * (full - p) * w * n * h * 2.0
+        } else {
+            2.0 * b * (full * full - p * p) * n * h * 2.0 / 2.0
+        };
+        let mem = 2.0 * b * (n * (full - p) * h + n * (full - p) * h) + params.kv_bytes * b * (2.0 * self.n_kv * full * h);
+        OpValue::new((ops / params.flops).max(mem / params.mem_bw) * 1000.0, 0.0, Source::Sol)
+    }
+
+    /// The empirical FMHA term: query SOL over the reference slice's utilisation.
+    fn fmha_empirical(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64) -> Result<OpValue> {
+        let full = s_chunk + p;
+        let q = [self.n, full as f64, b as f64];
+        let table = self.db.context_attention()?;
+        let (grid, ref_params, transfer) =
+            empirical_slice(&table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+        let sample_sol = |c: &[f64]| context_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
+        let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
+            .ok_or_else(|| not_implemented(&q))?;
+        let scale = match transfer {
+            Some(reference) => {
+                let backend = self.db.resolver.backend();
+                prefill_head_ratio(backend, params.head) / prefill_head_ratio(backend, f64::from(reference))
+            }
+            None => 1.0,
+        };
+        let sol_q = self.fmha_sol(params, b, s_chunk, p).latency;
+        Ok(OpValue::new(sol_q / (util * scale), 0.0, Source::Empirical))
+    }
+
+    /// One FMHA term in the shape's database mode.
+    fn term(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64, mode: DatabaseMode) -> Result<OpValue> {
+        match mode {
+            DatabaseMode::Sol => Ok(self.fmha_sol(params, b, s_chunk, p)),
+            DatabaseMode::Empirical => self.fmha_empirical(params, b, s_chunk, p),
+            DatabaseMode::Silicon | DatabaseMode::Hybrid => {
+                let silicon = self
+                    .slice
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|slice| self.fmha(slice.grid(), params, b, s_chunk, p));
+                match silicon {
+                    Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
+                        self.fmha_empirical(params, b, s_chunk, p)
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
     /// Latency at a shape (scale factor included).
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let params = self.sol.as_ref().map_err(Clone::clone)?;
-        let slice = self.slice.as_ref().map_err(Clone::clone)?;
-        let grid = slice.grid();
-        let (b, s, p) = (shape.batch, shape.s, shape.prefix);
+        let (b, s, p, mode) = (shape.batch, shape.s, shape.prefix, shape.mode);
         let term = if self.cp_size > 1 {
             let c = s.div_ceil(2 * u64::from(self.cp_size)).max(1);
-            let first = self.fmha(grid, params, b, c, p)?;
-            let last = self.fmha(grid, params, b, c, p + s - c.min(s))?;
+            let first = self.term(params, b, c, p, mode)?;
+            let last = self.term(params, b, c, p + s - c.min(s), mode)?;
             first.add(last)
         } else {
-            self.fmha(grid, params, b, s, p)?
+            self.term(params, b, s, p, mode)?
         };
-        let mut out = term.add(OpValue::new(self.extras, 0.0, Source::Empirical));
+        let extras = if shape.is_sol() {
+            OpValue::new(self.extras_sol, 0.0, Source::Sol)
+        } else {
+            OpValue::new(self.extras, 0.0, Source::Empirical)
+        };
+        let mut out = term.add(extras);
         if shape.seq_scale != 1.0 {
             out = out.scale(shape.seq_scale);
         }
         Ok(out.finish(self.scale_factor))
     }
+}
+
+/// The five KV positions spread ±10 % around `s`: `s_min + floor((s_max − s_min)·i/4)`.
+fn five_samples(s: u64) -> [u64; 5] {
+    let sf = s as f64;
+    let s_min = ((0.9 * sf).floor() as u64).max(1);
+    let s_max = ((1.1 * sf).floor() as u64).max(s_min);
+    std::array::from_fn(|i| s_min + (s_max - s_min) * i as u64 / 4)
 }
 
 /// Compiled `GenerationAttention`.
@@ -146,8 +290,12 @@ pub struct GenerationAttentionEval {
     pub(crate) name: String,
     scale_factor: f64,
     n: f64,
+    n_kv: f64,
+    key: SliceKey,
+    lane_order: Vec<String>,
     sol: Result<AttentionSolParams>,
     slice: Result<ResolvedSlice>,
+    db: Arc<PerfDatabase>,
 }
 
 impl GenerationAttentionEval {
@@ -171,23 +319,70 @@ impl GenerationAttentionEval {
         });
         let slice =
             resolve_slice(db.generation_attention(), &op.lane_order, key, "generation", &db.label());
-        GenerationAttentionEval { name: op.name.clone(), scale_factor: op.scale_factor, n: f64::from(op.n), sol, slice }
+        GenerationAttentionEval {
+            name: op.name.clone(),
+            scale_factor: op.scale_factor,
+            n: f64::from(op.n),
+            n_kv: f64::from(op.n_kv),
+            key,
+            lane_order: op.lane_order.clone(),
+            sol,
+            slice,
+            db: db.clone(),
+        }
     }
 
-    /// Mean of five lookups at `s_min + floor((s_max − s_min)·i/4)`, scale factor included.
+    /// The SOL-mode value at `(b, s)` with the op's own KV heads (single evaluation).
+    fn sol_value(&self, params: &AttentionSolParams, b: f64, s: f64) -> f64 {
+        let h = params.head;
+        let kv_len = if params.window > 0.0 { (s - 1.0).min(params.window) } else { s - 1.0 };
+        let ops = 2.0 * b * self.n * h * 2.0 * kv_len;
+        let mem = b * (self.n * h * 2.0 + 2.0 * self.n_kv * kv_len * h * params.kv_bytes + self.n * h * 2.0);
+        (ops / params.flops).max(mem / params.mem_bw) * 1000.0
+    }
+
+    /// The empirical value at `(b, s)`: query SOL over the reference slice's utilisation.
+    fn empirical(&self, params: &AttentionSolParams, b: f64, s: f64) -> Result<OpValue> {
+        let q = [self.n, b, s];
+        let table = self.db.generation_attention()?;
+        let (grid, ref_params, _) =
+            empirical_slice(&table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+        let sample_sol = |c: &[f64]| generation_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
+        let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
+            .ok_or_else(|| not_implemented(&q))?;
+        Ok(OpValue::new(self.sol_value(params, b, s) / util, 0.0, Source::Empirical))
+    }
+
+    /// Latency at a shape (scale factor included): the table's five-sample mean, the SOL, or
+    /// the empirical estimate, by database mode.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let params = self.sol.as_ref().map_err(Clone::clone)?;
+        let (b, s) = (shape.batch as f64, shape.s as f64);
+        let mut out = match shape.mode {
+            DatabaseMode::Sol => OpValue::new(self.sol_value(params, b, s), 0.0, Source::Sol),
+            DatabaseMode::Empirical => self.empirical(params, b, shape.s as f64)?,
+            DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(params, shape) {
+                Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
+                    self.empirical(params, b, shape.s as f64)?
+                }
+                other => other?,
+            },
+        };
+        if shape.gen_scale != 1.0 {
+            out = out.scale(shape.gen_scale);
+        }
+        Ok(out.finish(self.scale_factor))
+    }
+
+    /// Mean of five table lookups at `s_min + floor((s_max − s_min)·i/4)`.
+    fn silicon(&self, params: &AttentionSolParams, shape: &Shape) -> Result<OpValue> {
         let slice = self.slice.as_ref().map_err(Clone::clone)?;
         let grid = slice.grid();
-        let s = shape.s as f64;
-        let s_min = ((0.9 * s).floor() as u64).max(1);
-        let s_max = ((1.1 * s).floor() as u64).max(s_min);
         let b = shape.batch as f64;
         let sol = |c: &[f64]| generation_attention_sol_ms(params, c[0], c[1], c[2]);
         let mut lat = 0.0;
         let mut energy = 0.0;
-        for i in 0..5u64 {
-            let si = s_min + (s_max - s_min) * i / 4;
+        for si in five_samples(shape.s) {
             let q = [self.n, b, si as f64];
             let v = grid
                 .lookup(&q, &sol)
@@ -195,10 +390,6 @@ impl GenerationAttentionEval {
             lat += v.latency;
             energy += v.energy;
         }
-        let mut out = OpValue::new(lat / 5.0, energy / 5.0, Source::Silicon);
-        if shape.gen_scale != 1.0 {
-            out = out.scale(shape.gen_scale);
-        }
-        Ok(out.finish(self.scale_factor))
+        Ok(OpValue::new(lat / 5.0, energy / 5.0, Source::Silicon))
     }
 }

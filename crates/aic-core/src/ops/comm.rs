@@ -6,10 +6,35 @@ use std::sync::Arc;
 
 use crate::data::tables::PerfDatabase;
 use crate::error::{AicError, Result};
-use crate::lookup::anchor_message;
-use crate::spec::{CommQuant, CustomAllReduceOp, NcclOp, P2POp};
+use crate::lookup::{anchor_message, Grid};
+use crate::spec::{CommQuant, CustomAllReduceOp, DatabaseMode, NcclOp, P2POp};
 
+use super::empirical::{not_implemented, util_at};
 use super::{ceil_div, OpValue, Shape, Source};
+
+/// Empirical estimate on a message-size curve whose samples were measured at `cap` ranks:
+/// `SOL(n) / util`, the util read at the query size with the SOL at `cap` ranks.
+fn curve_estimate(curve: &Grid, elements: f64, sol_at: &dyn Fn(f64, u64) -> f64, n: u64, cap: u64) -> Option<f64> {
+    let util = util_at(curve.points().map(|(c, l)| (c, l.latency)), &|c| sol_at(c[0], cap), &[elements])?;
+    Some(sol_at(elements, n) / util)
+}
+
+/// The SOL of a custom all-reduce of `elements` over `tp` ranks (2 bytes per element), ms.
+fn allreduce_sol(db: &PerfDatabase, elements: f64, tp: u64) -> f64 {
+    let t = tp as f64;
+    2.0 * elements * 2.0 / t * (t - 1.0) / db.system.p2p_bw(tp as u32) * 1000.0
+}
+
+/// The SOL of an NCCL collective, ms (all-reduce moves twice the data; unknown operations 0).
+fn nccl_sol(db: &PerfDatabase, dtype: CommQuant, operation: &str, elements: f64, n: u64) -> f64 {
+    let nf = n as f64;
+    let one = dtype.bytes_per_elem() * elements * (nf - 1.0) / nf / db.system.p2p_bw(n as u32) * 1000.0;
+    match operation {
+        "all_gather" | "alltoall" | "reduce_scatter" => one,
+        "all_reduce" => 2.0 * one,
+        _ => 0.0,
+    }
+}
 
 /// Factor for `n` ranks when only `cap` were measured:
 /// `(n−1)/n · cap/max(cap−1, 1) · P2PBW(cap)/P2PBW(n)`.
@@ -20,44 +45,89 @@ fn beyond_node_factor(db: &PerfDatabase, n: u64, cap: u64) -> f64 {
 }
 
 /// Custom all-reduce of `elements` over `tp` ranks (unscaled); 0 with tag `empirical` at tp ≤ 1.
-pub(crate) fn allreduce(db: &PerfDatabase, quant: CommQuant, tp: u64, elements: f64) -> Result<OpValue> {
+pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant, tp: u64, elements: f64) -> Result<OpValue> {
     if tp <= 1 {
         return Ok(OpValue::zero(Source::Empirical));
     }
-    let table = db.custom_allreduce()?;
+    if mode == DatabaseMode::Sol {
+        return Ok(OpValue::new(allreduce_sol(db, elements, tp), 0.0, Source::Sol));
+    }
     let per_node = u64::from(db.system.node.num_gpus_per_node);
     let tp_eff = tp.min(per_node);
-    let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(|| {
+    let missing = || {
         AicError::perf(format!(
             "custom_allreduce data missing for ({:?}, {}) at {}",
             quant.as_str(),
             tp_eff,
             db.label()
         ))
-    })?;
+    };
+    let empirical = || -> Result<OpValue> {
+        let table = db.custom_allreduce()?;
+        let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
+        let ms = curve_estimate(curve, elements, &|e, n| allreduce_sol(db, e, n), tp, tp_eff)
+            .ok_or_else(|| not_implemented(&[elements]))?;
+        Ok(OpValue::new(ms, 0.0, Source::Empirical))
+    };
+    if mode == DatabaseMode::Empirical {
+        return empirical();
+    }
+    let silicon = || -> Result<OpValue> {
+        let table = db.custom_allreduce()?;
+        let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(missing)?;
+        table_curve(db, curve, elements, tp, per_node)
+    };
+    match silicon() {
+        Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => empirical(),
+        other => other,
+    }
+}
+
+fn table_curve(db: &PerfDatabase, curve: &Grid, elements: f64, n: u64, cap: u64) -> Result<OpValue> {
     let v = curve
         .lookup(&[elements], &|q| q[0])
         .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[elements], m)))?;
     let out = OpValue::new(v.latency, v.energy, Source::Silicon);
-    Ok(if tp > per_node { out.scale(beyond_node_factor(db, tp, per_node)) } else { out })
+    Ok(if n > cap { out.scale(beyond_node_factor(db, n, cap)) } else { out })
 }
 
 /// NCCL collective of `elements` over `gpus` ranks (unscaled); 0 for one GPU.
-pub(crate) fn nccl(db: &PerfDatabase, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> Result<OpValue> {
+pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> Result<OpValue> {
     if gpus <= 1 {
-        return Ok(OpValue::zero(Source::Empirical));
+        let source = if mode == DatabaseMode::Sol { Source::Sol } else { Source::Empirical };
+        return Ok(OpValue::zero(source));
     }
-    let table = db.nccl()?;
+    if mode == DatabaseMode::Sol {
+        return Ok(OpValue::new(nccl_sol(db, dtype, operation, elements, gpus), 0.0, Source::Sol));
+    }
     let oneccl =
         || AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)");
-    let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(oneccl)?;
-    let n_eff = gpus.min(cap);
-    let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(oneccl)?;
-    let v = curve
-        .lookup(&[elements], &|q| q[0])
-        .map_err(|m| AicError::perf(anchor_message(&["message_size"], &[elements], m)))?;
-    let out = OpValue::new(v.latency, v.energy, Source::Silicon);
-    Ok(if gpus > cap { out.scale(beyond_node_factor(db, gpus, cap)) } else { out })
+    let empirical = || -> Result<OpValue> {
+        if nccl_sol(db, dtype, operation, elements, gpus) == 0.0 {
+            return Ok(OpValue::zero(Source::Empirical));
+        }
+        let table = db.nccl()?;
+        let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(|| not_implemented(&[elements]))?;
+        let n_eff = gpus.min(cap);
+        let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
+        let ms = curve_estimate(curve, elements, &|e, n| nccl_sol(db, dtype, operation, e, n), gpus, n_eff)
+            .ok_or_else(|| not_implemented(&[elements]))?;
+        Ok(OpValue::new(ms, 0.0, Source::Empirical))
+    };
+    if mode == DatabaseMode::Empirical {
+        return empirical();
+    }
+    let silicon = || -> Result<OpValue> {
+        let table = db.nccl()?;
+        let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(oneccl)?;
+        let n_eff = gpus.min(cap);
+        let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(oneccl)?;
+        table_curve(db, curve, elements, gpus, cap)
+    };
+    match silicon() {
+        Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => empirical(),
+        other => other,
+    }
 }
 
 /// Compiled `CustomAllReduce`.
@@ -88,7 +158,7 @@ impl CustomAllReduceEval {
     /// Table curve at `ceil(x / seq_split) · hidden` elements; 0 at `tp ≤ 1`.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        Ok(allreduce(&self.db, self.quant, self.tp, size)?.finish(self.scale_factor))
+        Ok(allreduce(&self.db, shape.mode, self.quant, self.tp, size)?.finish(self.scale_factor))
     }
 }
 
@@ -122,7 +192,7 @@ impl NcclEval {
     /// NCCL curve at `min(num_gpus, max collected)`, scaled beyond it; 0 for one GPU.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        Ok(nccl(&self.db, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
+        Ok(nccl(&self.db, shape.mode, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
     }
 }
 
@@ -156,6 +226,9 @@ impl P2PEval {
         }
         let bytes = ceil_div(shape.x, self.seq_split) as f64 * self.hidden * 2.0;
         let node = &self.db.system.node;
+        if shape.is_sol() {
+            return OpValue::new(bytes / node.inter_node_bw * 1000.0, 0.0, Source::Sol).finish(self.scale_factor);
+        }
         let ms = (bytes / node.inter_node_bw + node.p2p_latency) * 1000.0;
         OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
     }

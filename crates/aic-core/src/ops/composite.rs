@@ -55,7 +55,11 @@ impl FallbackEval {
 
     /// The primary's value, or the chain's sum when the primary's perf data is missing.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
-        match self.primary.eval(shape) {
+        let primary_shape = match shape.mode {
+            crate::spec::DatabaseMode::Hybrid => shape.with_mode(crate::spec::DatabaseMode::Silicon),
+            _ => *shape,
+        };
+        match self.primary.eval(&primary_shape) {
             Ok(v) => Ok(v),
             Err(e) if e.is_perf_data_missing() => Ok(sum_group(&self.chain, shape)?.clamp()),
             Err(e) => Err(e),

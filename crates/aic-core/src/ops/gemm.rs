@@ -8,9 +8,27 @@ use crate::data::tables::{GemmTable, PerfDatabase, QuantizeKernel, QuantizeTable
 use crate::error::{AicError, Result};
 use crate::lookup::sol::gemm_sol_ms;
 use crate::lookup::{anchor_message, Miss};
-use crate::spec::{GemmOp, GemmQuant};
+use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
+use super::empirical::{not_implemented, util_at, util_near};
 use super::{ceil_div, OpValue, Shape, Source};
+
+/// GEMM utilisation level of a (bytes, compute) profile, for cross-profile transfers.
+fn gemm_util_level(q: GemmQuant) -> f64 {
+    let p = (q.bytes_per_elem(), q.compute_multiplier());
+    match p {
+        (b, c) if b == 2.0 && c == 1.0 => 0.70,
+        (b, c) if b == 1.0 && c == 1.0 => 0.55,
+        (b, c) if b == 0.5625 && c == 1.0 => 0.45,
+        (b, c) if b == 0.5 && c == 1.0 => 0.45,
+        (b, c) if b == 1.0 && c == 2.0 => 0.45,
+        (b, c) if b == 0.5 && c == 2.0 => 0.35,
+        (b, c) if b == 1.0 && c == 4.0 => 0.30,
+        (b, c) if b == 0.5 && c == 4.0 => 0.30,
+        (b, c) if b == 0.5625 && c == 4.0 => 0.30,
+        _ => 0.45,
+    }
+}
 
 /// Compiled `Gemm`.
 #[derive(Debug)]
@@ -78,36 +96,115 @@ impl GemmEval {
         let bpe = self.quant.bytes_per_elem();
         let mem_bw = self.mem_bw;
         let sol = move |m: f64, n: f64, k: f64| gemm_sol_ms(m, n, k, flops, bpe, mem_bw);
-        let table = self.table.as_ref().map_err(Clone::clone)?;
-        let table_quant = self.quant.table_name();
-        let sites = table
-            .quant(table_quant)
-            .ok_or_else(|| table.quant_missing(table_quant, &self.db.label()))?;
-        let mut value = match sites.lookup(m, self.n, self.k, &sol) {
-            Ok(v) => OpValue::new(v.latency, v.energy, Source::Silicon),
-            Err(_) if self.below_grid_sol => {
-                OpValue::new(sol(m, self.n as f64, self.k as f64), 0.0, Source::Sol)
-            }
-            Err(miss) => return Err(self.miss(m, miss)),
+        let (n, k) = (self.n as f64, self.k as f64);
+        let mut value = match shape.mode {
+            DatabaseMode::Sol => OpValue::new(sol(m, n, k), 0.0, Source::Sol),
+            DatabaseMode::Empirical => self.empirical(m, flops)?,
+            DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(m, shape.mode, &sol) {
+                Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
+                    self.empirical(m, flops)?
+                }
+                other => other?,
+            },
         };
         if self.quant == GemmQuant::Fp8Static {
             // fp8 GEMM minus the quantisation kernels, floored at the GEMM's own SOL.
+            let floor = sol(m, n, k);
             let (mut latency, mut energy) = (value.latency, value.energy);
-            for table in &self.quantize {
-                let table = table.as_ref().map_err(Clone::clone)?;
-                let (l, e) = self.quantize_kernel(table, m)?;
-                latency -= l;
-                energy -= e;
+            if shape.mode == DatabaseMode::Sol {
+                latency = floor;
+            } else {
+                for table in &self.quantize {
+                    let table = table.as_ref().map_err(Clone::clone)?;
+                    let (l, e) = self.quantize_kernel(table, m, shape.mode)?;
+                    latency -= l;
+                    energy -= e;
+                }
             }
-            let floor = sol(m, self.n as f64, self.k as f64);
             value = OpValue::new(latency.max(floor), energy, Source::Estimated);
         }
         Ok(value.finish(self.scale_factor))
     }
 
+    /// The table answer (SILICON; HYBRID ignores `below_grid_sol`).
+    fn silicon(&self, m: f64, mode: DatabaseMode, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<OpValue> {
+        let table = self.table.as_ref().map_err(Clone::clone)?;
+        let table_quant = self.quant.table_name();
+        let sites = table
+            .quant(table_quant)
+            .ok_or_else(|| table.quant_missing(table_quant, &self.db.label()))?;
+        match sites.lookup(m, self.n, self.k, sol) {
+            Ok(v) => Ok(OpValue::new(v.latency, v.energy, Source::Silicon)),
+            Err(_) if self.below_grid_sol && mode == DatabaseMode::Silicon => {
+                Ok(OpValue::new(sol(m, self.n as f64, self.k as f64), 0.0, Source::Sol))
+            }
+            Err(miss) => Err(self.miss(m, miss)),
+        }
+    }
+
+    /// The empirical estimate (spec 20 §1.3): the quant's own points, else the first table quant
+    /// with the same (bytes, compute) profile, else the nearest other profile scaled by the
+    /// utilisation levels.
+    fn empirical(&self, m: f64, flops: f64) -> Result<OpValue> {
+        let table = self.table.as_ref().map_err(Clone::clone)?;
+        let q = [m, self.n as f64, self.k as f64];
+        let query_profile = (self.quant.bytes_per_elem(), self.quant.compute_multiplier());
+        let sol_with = |flops: f64, bpe: f64| {
+            let mem_bw = self.mem_bw;
+            move |c: &[f64]| gemm_sol_ms(c[0], c[1], c[2], flops, bpe, mem_bw)
+        };
+        let query_sol = sol_with(flops, self.quant.bytes_per_elem());
+        let estimate = |name: &str, sol: &dyn Fn(&[f64]) -> f64| -> Option<f64> {
+            let sites = table.quant(name)?;
+            let mut coords: Vec<[u64; 3]> = Vec::new();
+            let mut lats: Vec<f64> = Vec::new();
+            for site in sites.sites() {
+                for (mi, leaf) in site.ms.iter().zip(&site.leaves) {
+                    coords.push([*mi, site.n, site.k]);
+                    lats.push(leaf.latency);
+                }
+            }
+            util_at(coords.iter().map(|c| c.as_slice()).zip(lats.iter().copied()), sol, &q)
+        };
+        // Own quant.
+        if table.quant(self.quant.table_name()).is_some() {
+            let util = estimate(self.quant.table_name(), &query_sol).ok_or_else(|| not_implemented(&q))?;
+            return Ok(OpValue::new(query_sol(&q) / util, 0.0, Source::Empirical));
+        }
+        let profile = |name: &str| GemmQuant::parse(name).map(|g| (g.bytes_per_elem(), g.compute_multiplier()));
+        // xquant: same profile, query SOL.
+        for name in table.available() {
+            if profile(name) == Some(query_profile) {
+                if let Some(util) = estimate(name, &query_sol) {
+                    return Ok(OpValue::new(query_sol(&q) / util, 0.0, Source::Empirical));
+                }
+            }
+        }
+        // xprofile: other profiles by (|Δcompute|, |Δbytes|), the reference quant's SOL.
+        let mut others: Vec<(f64, f64, &str, GemmQuant)> = table
+            .available()
+            .into_iter()
+            .filter_map(|name| {
+                let g = GemmQuant::parse(name)?;
+                let p = (g.bytes_per_elem(), g.compute_multiplier());
+                (p != query_profile).then(|| ((p.1 - query_profile.1).abs(), (p.0 - query_profile.0).abs(), name, g))
+            })
+            .collect();
+        others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        for (_, _, name, g) in others {
+            let Ok(ref_flops) = self.db.system.flops(g.as_str(), g.flops_key()) else { continue };
+            let ref_sol = sol_with(ref_flops, g.bytes_per_elem());
+            if let Some(util) = estimate(name, &ref_sol) {
+                let scale = gemm_util_level(self.quant) / gemm_util_level(g);
+                return Ok(OpValue::new(query_sol(&q) / (util * scale), 0.0, Source::Empirical));
+            }
+        }
+        Err(not_implemented(&q))
+    }
+
     /// A quantisation kernel at `(m, k)`, clamped into the collected rectangle; the
     /// scale-matrix kernel is rescaled by its SOL ratio when clamped.
-    fn quantize_kernel(&self, table: &QuantizeTable, m: f64) -> Result<(f64, f64)> {
+    fn quantize_kernel(&self, table: &QuantizeTable, m: f64, mode: DatabaseMode) -> Result<(f64, f64)> {
         let (grid, mr, kr) = table.grid("fp8").ok_or_else(|| {
             AicError::perf(format!(
                 "quantize data missing for quant 'fp8' ({:?}) at {}",
@@ -121,6 +218,13 @@ impl GemmEval {
         let bpe = table.kernel.bytes_per_elem();
         let mem_bw = self.mem_bw;
         let sol = move |c: &[f64]| bpe * c[0] * c[1] / mem_bw * 1000.0;
+        if mode == DatabaseMode::Empirical {
+            // The quantisation kernels hold the nearest collected point's utilisation (observed
+            // on the reference: no two-point blend for these tables).
+            let util = util_near(grid.points().map(|(c, l)| (c, l.latency)), &sol, &[m, k], 1)
+                .ok_or_else(|| not_implemented(&[m, k]))?;
+            return Ok((sol(&[m, k]) / util, 0.0));
+        }
         let v = grid
             .lookup(&[mc, kc], &sol)
             .map_err(|miss| AicError::perf(anchor_message(&["m", "k"], &[mc, kc], miss)))?;

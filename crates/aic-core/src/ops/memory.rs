@@ -8,6 +8,16 @@ use crate::spec::{ElementwiseOp, EmbeddingOp};
 
 use super::{ceil_div, OpValue, Shape, Source};
 
+/// `MemOp(bytes)`: bytes at the effective bandwidth plus the constant latency (tag
+/// `empirical`), or bytes at the raw bandwidth in SOL mode (tag `sol`).
+pub(crate) fn mem_op(db: &PerfDatabase, shape: &Shape, bytes: f64) -> OpValue {
+    if shape.is_sol() {
+        OpValue::new(db.system.mem_op_sol_ms(bytes), 0.0, Source::Sol)
+    } else {
+        OpValue::new(db.system.mem_op_ms(bytes), 0.0, Source::Empirical)
+    }
+}
+
 /// Compiled `Elementwise`.
 #[derive(Debug)]
 pub struct ElementwiseEval {
@@ -34,8 +44,7 @@ impl ElementwiseEval {
     /// `MemOp(bytes_per_token · ceil(floor(x / scale_num_tokens) / seq_split))`.
     pub fn eval(&self, shape: &Shape) -> OpValue {
         let t = ceil_div(shape.x / u64::from(self.scale_num_tokens.max(1)), self.seq_split);
-        let ms = self.db.system.mem_op_ms(self.bytes_per_token * t as f64);
-        OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
+        mem_op(&self.db, shape, self.bytes_per_token * t as f64).finish(self.scale_factor)
     }
 }
 
@@ -63,7 +72,6 @@ impl EmbeddingEval {
     /// `MemOp(ceil(x / seq_split) · hidden · bytes_per_elem)`.
     pub fn eval(&self, shape: &Shape) -> OpValue {
         let t = ceil_div(shape.x, self.seq_split);
-        let ms = self.db.system.mem_op_ms(t as f64 * self.row_bytes);
-        OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
+        mem_op(&self.db, shape, t as f64 * self.row_bytes).finish(self.scale_factor)
     }
 }

@@ -9,7 +9,8 @@ use crate::error::{AicError, Result};
 use crate::lookup::{anchor_message, Grid};
 use crate::spec::{ContextMlaOp, GemmQuant, GenerationMlaOp, KvQuant, MlaBmmOp, MlaModuleOp};
 
-use super::{OpValue, Shape, Source};
+use super::empirical::{not_implemented, util_at};
+use super::{by_mode, OpValue, Shape, Source};
 
 /// Context MLA SOL at a coordinate `(n, full, b)` with `p` cached tokens, ms.
 fn context_mla_sol(n: f64, full: f64, b: f64, p: f64, kv_bytes: f64, flops: f64, mem_bw: f64) -> f64 {
@@ -37,6 +38,62 @@ fn context_lookup(grid: &Grid, n: f64, b: u64, s: u64, p: u64, kv_bytes: f64, fl
     Ok(OpValue::new(v.latency * corr, v.energy * corr, Source::Silicon))
 }
 
+/// The context-type MLA term (op-level kernel or module) in a database mode; `grid` is the
+/// slice (or why it is missing).
+#[allow(clippy::too_many_arguments)]
+fn context_term(
+    mode: crate::spec::DatabaseMode,
+    grid: &Result<&Grid>,
+    n: f64,
+    b: u64,
+    s: u64,
+    p: u64,
+    kv_bytes: f64,
+    flops: f64,
+    mem_bw: f64,
+) -> Result<OpValue> {
+    let sol_q = || context_mla_sol(n, (s + p) as f64, b as f64, p as f64, kv_bytes, flops, mem_bw);
+    by_mode(
+        mode,
+        || Ok(OpValue::new(sol_q(), 0.0, Source::Sol)),
+        || context_lookup(grid.as_ref().map_err(Clone::clone)?, n, b, s, p, kv_bytes, flops, mem_bw),
+        || {
+            let q = [n, (s + p) as f64, b as f64];
+            let grid = grid.as_ref().map_err(|_| not_implemented(&q))?;
+            let sample = |c: &[f64]| context_mla_sol(c[0], c[1], c[2], 0.0, kv_bytes, flops, mem_bw);
+            let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample, &q)
+                .ok_or_else(|| not_implemented(&q))?;
+            Ok(OpValue::new(sol_q() / util, 0.0, Source::Empirical))
+        },
+    )
+}
+
+/// A generation-type MLA value (single lookup at `(heads, batch, s)`) in a database mode.
+fn generation_term(
+    mode: crate::spec::DatabaseMode,
+    grid: &Result<&Grid>,
+    q: [f64; 3],
+    sol: &dyn Fn(&[f64]) -> f64,
+) -> Result<OpValue> {
+    by_mode(
+        mode,
+        || Ok(OpValue::new(sol(&q), 0.0, Source::Sol)),
+        || {
+            let grid = grid.as_ref().map_err(Clone::clone)?;
+            let v = grid
+                .lookup(&q, sol)
+                .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
+            Ok(OpValue::new(v.latency, v.energy, Source::Silicon))
+        },
+        || {
+            let grid = grid.as_ref().map_err(|_| not_implemented(&q))?;
+            let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), sol, &q)
+                .ok_or_else(|| not_implemented(&q))?;
+            Ok(OpValue::new(sol(&q) / util, 0.0, Source::Empirical))
+        },
+    )
+}
+
 fn decode_flops(db: &PerfDatabase, kv: KvQuant) -> Result<f64> {
     db.system.flops(kv.as_str(), kv.decode_flops_key(db.system.gpu.sm_version))
 }
@@ -58,23 +115,27 @@ impl ContextMlaEval {
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let o = &self.op;
         let flops = self.db.system.flops(o.fmha_quant_mode.as_str(), o.fmha_quant_mode.flops_key())?;
-        let table = self.db.mla_kernel(true)?;
-        let grid = table.slice(&[o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str()]).ok_or_else(|| {
-            AicError::perf(format!(
-                "context MLA data missing for ContextKey {{ fmha_quant: {:?}, kv_quant: {:?} }} at {}",
-                o.fmha_quant_mode.as_str(),
-                o.kv_cache_dtype.as_str(),
-                self.db.label()
-            ))
-        })?;
+        let table = if shape.is_sol() { None } else { Some(self.db.mla_kernel(true)) };
+        let grid: Result<&Grid> = match &table {
+            None => Err(AicError::perf("unused in SOL mode")),
+            Some(Err(e)) => Err(e.clone()),
+            Some(Ok(t)) => t.slice(&[o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str()]).ok_or_else(|| {
+                AicError::perf(format!(
+                    "context MLA data missing for ContextKey {{ fmha_quant: {:?}, kv_quant: {:?} }} at {}",
+                    o.fmha_quant_mode.as_str(),
+                    o.kv_cache_dtype.as_str(),
+                    self.db.label()
+                ))
+            }),
+        };
         let (n, kvb, bw) = (f64::from(o.num_heads), o.kv_cache_dtype.bytes_per_elem(), self.db.system.gpu.mem_bw);
-        let (b, s, p) = (shape.batch, shape.s, shape.prefix);
+        let (b, s, p, mode) = (shape.batch, shape.s, shape.prefix, shape.mode);
         let term = if o.cp_size > 1 {
             let c = s.div_ceil(2 * u64::from(o.cp_size)).max(1);
-            context_lookup(grid, n, b, c, p, kvb, flops, bw)?
-                .add(context_lookup(grid, n, b, c, p + s - c.min(s), kvb, flops, bw)?)
+            context_term(mode, &grid, n, b, c, p, kvb, flops, bw)?
+                .add(context_term(mode, &grid, n, b, c, p + s - c.min(s), kvb, flops, bw)?)
         } else {
-            context_lookup(grid, n, b, s, p, kvb, flops, bw)?
+            context_term(mode, &grid, n, b, s, p, kvb, flops, bw)?
         };
         Ok(term.finish(o.scale_factor))
     }
@@ -97,14 +158,18 @@ impl GenerationMlaEval {
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let o = &self.op;
         let flops = decode_flops(&self.db, o.kv_cache_dtype)?;
-        let table = self.db.mla_kernel(false)?;
-        let grid = table.slice(&[o.kv_cache_dtype.as_str()]).ok_or_else(|| {
-            AicError::perf(format!(
-                "generation MLA data missing for KvOnlyKey {{ kv_quant: {:?} }} at {}",
-                o.kv_cache_dtype.as_str(),
-                self.db.label()
-            ))
-        })?;
+        let table = if shape.is_sol() { None } else { Some(self.db.mla_kernel(false)) };
+        let grid: Result<&Grid> = match &table {
+            None => Err(AicError::perf("unused in SOL mode")),
+            Some(Err(e)) => Err(e.clone()),
+            Some(Ok(t)) => t.slice(&[o.kv_cache_dtype.as_str()]).ok_or_else(|| {
+                AicError::perf(format!(
+                    "generation MLA data missing for KvOnlyKey {{ kv_quant: {:?} }} at {}",
+                    o.kv_cache_dtype.as_str(),
+                    self.db.label()
+                ))
+            }),
+        };
         let kvb = o.kv_cache_dtype.bytes_per_elem();
         let bw = self.db.system.gpu.mem_bw;
         let q = [f64::from(o.num_heads), shape.batch as f64, shape.s as f64];
@@ -112,10 +177,7 @@ impl GenerationMlaEval {
             let (ops, bytes) = generation_mla_terms(c[0], c[1], c[2], kvb);
             (ops / flops).max(bytes / bw) * 1000.0
         };
-        let v = grid
-            .lookup(&q, &sol)
-            .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
-        Ok(OpValue::new(v.latency, v.energy, Source::Silicon).finish(o.scale_factor))
+        Ok(generation_term(shape.mode, &grid, q, &sol)?.finish(o.scale_factor))
     }
 }
 
@@ -164,19 +226,23 @@ impl MlaModuleEval {
         let bw = db.system.gpu.mem_bw;
         let kvb = o.kv_cache_dtype.bytes_per_elem();
         let n = f64::from(o.num_heads);
+        let table = if shape.is_sol() { None } else { Some(db.mla_module(self.context)) };
+        let grid = |key: &[&str]| -> Result<&Grid> {
+            match &table {
+                None => Err(AicError::perf("unused in SOL mode")),
+                Some(Err(e)) => Err(e.clone()),
+                Some(Ok(t)) => t.slice(key, o.native_num_heads).ok_or_else(|| self.missing()),
+            }
+        };
         if self.context {
             let flops = db.system.flops(o.fmha_quant_mode.as_str(), o.fmha_quant_mode.flops_key())?;
-            let table = db.mla_module(true)?;
-            let key = [o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()];
-            let grid = table.slice(&key, o.native_num_heads).ok_or_else(|| self.missing())?;
-            let v = context_lookup(grid, n, shape.batch, shape.s, shape.prefix, kvb, flops, bw)?;
+            let g = grid(&[o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()]);
+            let v = context_term(shape.mode, &g, n, shape.batch, shape.s, shape.prefix, kvb, flops, bw)?;
             return Ok(v.finish(o.scale_factor));
         }
         let f_attn = decode_flops(db, o.kv_cache_dtype)?;
         let f_gemm = db.system.flops(o.gemm_quant_mode.as_str(), o.gemm_quant_mode.flops_key())?;
-        let table = db.mla_module(false)?;
-        let key = [o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()];
-        let grid = table.slice(&key, o.native_num_heads).ok_or_else(|| self.missing())?;
+        let g = grid(&[o.kv_cache_dtype.as_str(), o.gemm_quant_mode.as_str()]);
         let gemm_bytes = o.gemm_quant_mode.bytes_per_elem();
         let sol = |c: &[f64]| {
             let (n, b, s) = (c[0], c[1], c[2]);
@@ -186,10 +252,7 @@ impl MlaModuleEval {
             (ops_a / f_attn + ops_b / f_gemm).max((bytes_a + bytes_b) / bw) * 1000.0
         };
         let q = [n, shape.batch as f64, shape.s as f64];
-        let v = grid
-            .lookup(&q, &sol)
-            .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
-        Ok(OpValue::new(v.latency, v.energy, Source::Silicon).finish(o.scale_factor))
+        Ok(generation_term(shape.mode, &g, q, &sol)?.finish(o.scale_factor))
     }
 }
 
@@ -213,6 +276,15 @@ impl MlaBmmEval {
         let db = &*self.db;
         let quant = o.quant_mode;
         let flops = db.system.flops(quant.as_str(), quant.flops_key())?;
+        let bpe = quant.bytes_per_elem();
+        let bw = db.system.gpu.mem_bw;
+        let t = shape.batch as f64;
+        let sol_at = |t: f64, nh: f64| {
+            (2.0 * t * nh * 128.0 * 512.0 / flops).max(nh * (t * 640.0 + 128.0 * 512.0) * bpe / bw) * 1000.0
+        };
+        if shape.is_sol() {
+            return Ok(OpValue::new(sol_at(t, f64::from(o.num_heads)), 0.0, Source::Sol).finish(o.scale_factor));
+        }
         let table = db.mla_bmm()?;
         let which = if o.is_pre { "mla_gen_pre" } else { "mla_gen_post" };
         let bf16 = GemmQuant::Bfloat16.as_str();
@@ -240,13 +312,13 @@ impl MlaBmmEval {
             AicError::perf(format!("MLA BMM data missing for num_heads={used_heads} at {}", db.label()))
         })?;
         let nh = used_heads as f64;
-        let bpe = quant.bytes_per_elem();
-        let bw = db.system.gpu.mem_bw;
-        let sol = |c: &[f64]| {
-            let t = c[0];
-            (2.0 * t * nh * 128.0 * 512.0 / flops).max(nh * (t * 640.0 + 128.0 * 512.0) * bpe / bw) * 1000.0
-        };
-        let t = shape.batch as f64;
+        let sol = |c: &[f64]| sol_at(c[0], nh);
+        if shape.mode == crate::spec::DatabaseMode::Empirical {
+            let util = util_at(curve.points().map(|(c, l)| (c, l.latency)), &sol, &[t])
+                .ok_or_else(|| not_implemented(&[t]))?;
+            let v = sol_at(t, f64::from(o.num_heads)) / util;
+            return Ok(OpValue::new(v, 0.0, Source::Empirical).finish(o.scale_factor));
+        }
         let v = curve
             .lookup(&[t], &sol)
             .map_err(|m| AicError::perf(anchor_message(&["num_tokens"], &[t], m)))?;

@@ -6,6 +6,7 @@
 mod attention;
 mod comm;
 mod composite;
+mod empirical;
 mod gemm;
 mod memory;
 mod mla;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use crate::data::tables::PerfDatabase;
 use crate::error::Result;
-use crate::spec::Op;
+use crate::spec::{DatabaseMode, Op};
 
 pub use attention::{ContextAttentionEval, GenerationAttentionEval};
 pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
@@ -141,6 +142,8 @@ pub struct Shape {
     pub seq_scale: f64,
     /// Multiplier for generation attention.
     pub gen_scale: f64,
+    /// Where numbers come from (tables, roofline, utilisation estimates).
+    pub mode: DatabaseMode,
 }
 
 impl Shape {
@@ -155,6 +158,7 @@ impl Shape {
             x_override: x.is_some(),
             seq_scale,
             gen_scale: 1.0,
+            mode: DatabaseMode::Silicon,
         }
     }
 
@@ -169,7 +173,18 @@ impl Shape {
             x_override: x.is_some(),
             seq_scale: 1.0,
             gen_scale,
+            mode: DatabaseMode::Silicon,
         }
+    }
+
+    /// The same shape under another database mode.
+    pub fn with_mode(self, mode: DatabaseMode) -> Shape {
+        Shape { mode, ..self }
+    }
+
+    /// True in the analytic roofline mode.
+    pub fn is_sol(&self) -> bool {
+        self.mode == DatabaseMode::Sol
     }
 }
 
@@ -269,6 +284,25 @@ impl CompiledOp {
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
         }
+    }
+}
+
+/// The generic mode dispatch of a table-backed op (spec 20 §0.4): SOL → roofline; EMPIRICAL →
+/// utilisation estimate; SILICON → table; HYBRID → table, estimate on a missing-data error.
+pub(crate) fn by_mode(
+    mode: DatabaseMode,
+    sol: impl FnOnce() -> Result<OpValue>,
+    silicon: impl FnOnce() -> Result<OpValue>,
+    empirical: impl FnOnce() -> Result<OpValue>,
+) -> Result<OpValue> {
+    match mode {
+        DatabaseMode::Sol => sol(),
+        DatabaseMode::Empirical => empirical(),
+        DatabaseMode::Silicon => silicon(),
+        DatabaseMode::Hybrid => match silicon() {
+            Err(e) if e.is_perf_data_missing() => empirical(),
+            other => other,
+        },
     }
 }
 

@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use crate::data::tables::{MoeKey, MoeTable, PerfDatabase};
+use crate::data::tables::{MoeCurves, MoeKey, MoeTable, PerfDatabase};
 use crate::error::{AicError, Result};
 use crate::lookup::{anchor_message, Grid};
-use crate::spec::{Backend, CommQuant, DispatchFlavor, MoeDispatchOp, MoeOp, MoeQuant};
+use crate::spec::{Backend, CommQuant, DatabaseMode, DispatchFlavor, MoeDispatchOp, MoeOp, MoeQuant};
 
 use super::comm::{allreduce, nccl};
+use super::empirical::{nearest_candidate, not_implemented, util_at};
 use super::{OpValue, Shape, Source};
 
 /// MoE SOL in ms at `tokens` (integer arithmetic, floor divisions left to right; spec 20 §10.2).
@@ -74,21 +75,25 @@ impl MoeEval {
         }
     }
 
-    fn sol(&self, tokens: f64, flops: f64) -> f64 {
-        let o = &self.op;
+    /// SOL at `tokens` for a curve of shape `key` priced with quant `(flops, bytes)`.
+    fn sol_for(&self, key: &MoeKey, tokens: f64, flops: f64, bytes_per_elem: f64) -> f64 {
         moe_sol_ms(
             tokens.round().max(0.0) as u64,
-            u64::from(o.topk),
-            u64::from(o.hidden_size),
-            u64::from(o.inter_size),
-            u64::from(o.num_experts),
-            u64::from(o.moe_tp_size),
-            u64::from(o.moe_ep_size),
-            o.is_gated,
+            key.topk,
+            key.hidden_size,
+            key.inter_size,
+            key.num_experts,
+            key.moe_tp_size,
+            key.moe_ep_size,
+            self.op.is_gated,
             flops,
-            o.quant_mode.bytes_per_elem(),
+            bytes_per_elem,
             self.db.system.gpu.mem_bw,
         )
+    }
+
+    fn sol(&self, tokens: f64, flops: f64) -> f64 {
+        self.sol_for(&self.key(""), tokens, flops, self.op.quant_mode.bytes_per_elem())
     }
 
     fn read_curve(&self, curve: &Grid, tokens: u64, flops: f64) -> Result<OpValue> {
@@ -108,12 +113,37 @@ impl MoeEval {
         Ok(OpValue::new(v.latency, v.energy, Source::Silicon))
     }
 
-    /// Latency at a shape (scale factor included).
-    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
-        let flops = *self.flops.as_ref().map_err(Clone::clone)?;
-        let backend = self.db.resolver.backend();
+    /// Which curves answer (TRT-LLM's low-latency split for small nvfp4 batches when it has the
+    /// slice) and the distribution after the `uniform` fallback.
+    fn choose<'t>(&self, table: &'t MoeTable, tokens: u64) -> (&'t MoeCurves, String) {
         let o = &self.op;
-        let mut tokens = shape.x * u64::from(o.attention_dp_size.max(1));
+        let quant = o.quant_mode.as_str();
+        let dist_in = |c: &MoeCurves| {
+            if c.has_distribution(quant, &o.workload_distribution) {
+                o.workload_distribution.clone()
+            } else {
+                "uniform".to_string()
+            }
+        };
+        if self.db.resolver.backend() == Backend::Trtllm
+            && tokens <= 128
+            && o.quant_mode == MoeQuant::Nvfp4
+            && o.is_gated
+            && !table.low_latency.is_empty()
+        {
+            let dist = dist_in(&table.low_latency);
+            if table.low_latency.curve(&self.key(&dist)).is_some() {
+                return (&table.low_latency, dist);
+            }
+        }
+        (&table.standard, dist_in(&table.standard))
+    }
+
+    /// The table answer.
+    fn silicon(&self, tokens: u64, flops: f64) -> Result<OpValue> {
+        let o = &self.op;
+        let backend = self.db.resolver.backend();
+        let mut tokens = tokens;
         if backend == Backend::Sglang {
             if o.enable_eplb && o.is_context {
                 tokens = (tokens as f64 * 0.8).floor() as u64;
@@ -125,34 +155,121 @@ impl MoeEval {
             }
         }
         let table = self.table.as_ref().map_err(Clone::clone)?;
-        let quant = o.quant_mode.as_str();
-        if backend == Backend::Trtllm
-            && tokens <= 128
-            && o.quant_mode == MoeQuant::Nvfp4
-            && o.is_gated
-            && !table.low_latency.is_empty()
-        {
-            let ll = &table.low_latency;
-            let dist = if ll.has_distribution(quant, &o.workload_distribution) {
-                o.workload_distribution.as_str()
-            } else {
-                "uniform"
-            };
-            if let Some(curve) = ll.curve(&self.key(dist)) {
-                return Ok(self.read_curve(curve, tokens, flops)?.finish(self.scale_factor));
-            }
-        }
-        let std = &table.standard;
-        let dist = if std.has_distribution(quant, &o.workload_distribution) {
-            o.workload_distribution.as_str()
-        } else {
-            "uniform"
-        };
-        let key = self.key(dist);
-        let curve = std
+        let (curves, dist) = self.choose(table, tokens);
+        let key = self.key(&dist);
+        let curve = curves
             .curve(&key)
             .ok_or_else(|| AicError::perf(format!("MoE data missing for {key} at {}", self.db.label())))?;
-        Ok(self.read_curve(curve, tokens, flops)?.finish(self.scale_factor))
+        self.read_curve(curve, tokens, flops)
+    }
+
+    /// The empirical estimate (spec 20 §10.3): own curve, else the nearest shape of the same
+    /// quant (xshape), of a same-profile quant (xquant), or of another profile (xprofile).
+    fn empirical(&self, tokens: u64, flops: f64) -> Result<OpValue> {
+        let t = tokens as f64;
+        let table = self.table.as_ref().map_err(Clone::clone)?;
+        let (curves, dist) = self.choose(table, tokens);
+        let own = self.key(&dist);
+        let quant = self.op.quant_mode;
+        let sol_q = self.sol(t, flops);
+        let util_on = |key: &MoeKey, flops: f64, bpe: f64| -> Option<f64> {
+            let curve = curves.curve(key)?;
+            util_at(curve.points().map(|(c, l)| (c, l.latency)), &|c| self.sol_for(key, c[0], flops, bpe), &[t])
+        };
+        if curves.curve(&own).is_some() {
+            let util = util_on(&own, flops, quant.bytes_per_elem()).ok_or_else(|| not_implemented(&[t]))?;
+            return Ok(OpValue::new(sol_q / util, 0.0, Source::Empirical));
+        }
+        let requested = self.op.workload_distribution.as_str();
+        let candidates = |q: &str| -> Vec<&MoeKey> {
+            // The distribution after the per-quant `uniform` fallback.
+            let d = if curves.has_distribution(q, requested) { requested } else { "uniform" };
+            curves
+                .keys()
+                .iter()
+                .filter(|k| {
+                    k.quant == q && k.distribution == d && k.moe_tp_size == own.moe_tp_size && k.moe_ep_size == own.moe_ep_size
+                })
+                .collect()
+        };
+        let nearest = |keys: &[&MoeKey]| -> Option<MoeKey> {
+            let feats: Vec<Vec<f64>> = keys
+                .iter()
+                .map(|k| vec![k.topk as f64, k.num_experts as f64, k.hidden_size as f64, k.inter_size as f64])
+                .collect();
+            let q = [own.topk as f64, own.num_experts as f64, own.hidden_size as f64, own.inter_size as f64];
+            nearest_candidate(&feats, &q).map(|i| keys[i].clone())
+        };
+        let profile = |q: MoeQuant| (q.bytes_per_elem(), q.compute_multiplier());
+        // xshape, then xquant.
+        let same = candidates(quant.as_str());
+        let pool: Vec<&MoeKey> = if same.is_empty() {
+            curves
+                .quants()
+                .into_iter()
+                .filter(|name| *name != quant.as_str())
+                .filter(|name| MoeQuant::parse(name).map(profile) == Some(profile(quant)))
+                .flat_map(|name| candidates(name))
+                .collect()
+        } else {
+            same
+        };
+        if let Some(key) = nearest(&pool) {
+            let util = util_on(&key, flops, quant.bytes_per_elem()).ok_or_else(|| not_implemented(&[t]))?;
+            return Ok(OpValue::new(sol_q / util, 0.0, Source::Empirical));
+        }
+        // xprofile.
+        let (qb, qc) = profile(quant);
+        let mut others: Vec<(f64, MoeQuant)> = curves
+            .quants()
+            .into_iter()
+            .filter_map(|name| MoeQuant::parse(name))
+            .filter(|q| profile(*q) != profile(quant))
+            .map(|q| ((q.bytes_per_elem() - qb).abs() + (q.compute_multiplier() - qc).abs(), q))
+            .collect();
+        others.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, reference) in others {
+            let Ok(ref_flops) = self.db.system.flops(reference.as_str(), reference.flops_key()) else { continue };
+            let Some(key) = nearest(&candidates(reference.as_str())) else { continue };
+            if let Some(util) = util_on(&key, ref_flops, reference.bytes_per_elem()) {
+                let scale = moe_util_level(quant) / moe_util_level(reference);
+                return Ok(OpValue::new(sol_q / (util * scale), 0.0, Source::Empirical));
+            }
+        }
+        Err(not_implemented(&[t]))
+    }
+
+    /// Latency at a shape (scale factor included).
+    pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        let flops = *self.flops.as_ref().map_err(Clone::clone)?;
+        let tokens = shape.x * u64::from(self.op.attention_dp_size.max(1));
+        let value = match shape.mode {
+            DatabaseMode::Sol => OpValue::new(self.sol(tokens as f64, flops), 0.0, Source::Sol),
+            DatabaseMode::Empirical => self.empirical(tokens, flops)?,
+            DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(tokens, flops) {
+                Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
+                    self.empirical(tokens, flops)?
+                }
+                other => other?,
+            },
+        };
+        Ok(value.finish(self.scale_factor))
+    }
+}
+
+/// MoE utilisation level of a (bytes, compute) profile, for cross-profile transfers.
+fn moe_util_level(q: MoeQuant) -> f64 {
+    match (q.bytes_per_elem(), q.compute_multiplier()) {
+        (b, c) if b == 2.0 && c == 1.0 => 0.53,
+        (b, c) if b == 1.0 && c == 1.0 => 0.45,
+        (b, c) if b == 0.5625 && c == 1.0 => 0.07,
+        (b, c) if b == 0.5 && c == 1.0 => 0.07,
+        (b, c) if b == 1.0 && c == 2.0 => 0.40,
+        (b, c) if b == 0.5 && c == 2.0 => 0.15,
+        (b, c) if b == 1.0 && c == 4.0 => 0.30,
+        (b, c) if b == 0.5 && c == 4.0 => 0.23,
+        (b, c) if b == 0.5625 && c == 4.0 => 0.23,
+        _ => 0.30,
     }
 }
 
@@ -179,8 +296,9 @@ impl MoeDispatchEval {
         let attn_dp = u64::from(o.attention_dp_size.max(1));
         let attn_tp = (gpus / attn_dp).max(1);
         let half = CommQuant::Half;
-        let ar = |n: u64, t: u64| allreduce(db, half, n, t as f64 * hidden).map(|v| v.latency);
-        let nc = |op: &str, n: u64, t: u64, per_token: f64| nccl(db, half, op, n, t as f64 * per_token).map(|v| v.latency);
+        let mode = shape.mode;
+        let ar = |n: u64, t: u64| allreduce(db, mode, half, n, t as f64 * hidden).map(|v| v.latency);
+        let nc = |op: &str, n: u64, t: u64, per_token: f64| nccl(db, mode, half, op, n, t as f64 * per_token).map(|v| v.latency);
         let gather_or_scatter = if o.pre_dispatch { "all_gather" } else { "reduce_scatter" };
         let latency = match o.flavor {
             DispatchFlavor::RetiredDeepEp => {

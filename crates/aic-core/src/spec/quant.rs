@@ -198,6 +198,15 @@ impl MoeQuant {
             MoeQuant::Nvfp4 => FlopsKey::Fp4,
         }
     }
+
+    /// Compute multiplier relative to bf16 (used to classify transfer profiles).
+    pub fn compute_multiplier(self) -> f64 {
+        match self.flops_key() {
+            FlopsKey::Bfloat16 => 1.0,
+            FlopsKey::Int8 | FlopsKey::Fp8 => 2.0,
+            FlopsKey::Fp4 => 4.0,
+        }
+    }
 }
 
 impl FmhaQuant {

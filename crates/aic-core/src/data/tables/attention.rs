@@ -209,6 +209,20 @@ impl AttentionTable {
         self.lanes.iter().map(|l| l.name.as_str()).collect()
     }
 
+    /// Head sizes collected (in any lane) for a slice key with its head size ignored.
+    pub fn head_sizes(&self, key: &SliceKey) -> Vec<u32> {
+        let mut heads: Vec<u32> = self
+            .lanes
+            .iter()
+            .flat_map(|l| l.slices.keys())
+            .filter(|k| k.fmha == key.fmha && k.kv == key.kv && k.n_kv_lookup == key.n_kv_lookup && k.window == key.window)
+            .map(|k| k.head)
+            .collect();
+        heads.sort_unstable();
+        heads.dedup();
+        heads
+    }
+
     /// The slice answering a query: the first lane of `lane_order` holding the key, else the
     /// first table lane (first-seen order) holding it. Returns the lane name and the grid.
     pub fn select(&self, lane_order: &[String], key: &SliceKey) -> Option<(&str, &Grid)> {

@@ -53,6 +53,8 @@ impl std::fmt::Display for MoeKey {
 #[derive(Debug, Default)]
 pub struct MoeCurves {
     curves: HashMap<MoeKey, Grid>,
+    /// Keys in first-seen (table) order.
+    order: Vec<MoeKey>,
     distributions: HashSet<(String, String)>,
 }
 
@@ -65,6 +67,22 @@ impl MoeCurves {
     /// Whether any shape of `quant` has rows under `distribution`.
     pub fn has_distribution(&self, quant: &str, distribution: &str) -> bool {
         self.distributions.contains(&(quant.to_string(), distribution.to_string()))
+    }
+
+    /// Keys in first-seen order.
+    pub fn keys(&self) -> &[MoeKey] {
+        &self.order
+    }
+
+    /// Quant names in first-seen order.
+    pub fn quants(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for k in &self.order {
+            if !out.contains(&k.quant.as_str()) {
+                out.push(&k.quant);
+            }
+        }
+        out
     }
 
     /// True when the table holds no curve.
@@ -114,6 +132,7 @@ impl MoeTable {
             ],
         )?;
         let mut builders: [HashMap<MoeKey, GridBuilder>; 2] = [HashMap::new(), HashMap::new()];
+        let mut orders: [Vec<MoeKey>; 2] = [Vec::new(), Vec::new()];
         let mut rows = 0usize;
         for (table, filter) in &tables {
             let quant = table.str("moe_dtype")?;
@@ -144,6 +163,9 @@ impl MoeTable {
                 };
                 let tokens = u(6, "num_tokens")?;
                 let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
+                if !builders[which].contains_key(&key) {
+                    orders[which].push(key.clone());
+                }
                 if builders[which].entry(key).or_insert_with(|| GridBuilder::new(1)).insert(vec![tokens], leaf) {
                     rows += 1;
                 }
@@ -153,10 +175,11 @@ impl MoeTable {
             return Err(no_rows_message("MoE", &sources));
         }
         let [std, ll] = builders;
-        let build = |b: HashMap<MoeKey, GridBuilder>| {
+        let [std_order, ll_order] = orders;
+        let build = |b: HashMap<MoeKey, GridBuilder>, order: Vec<MoeKey>| {
             let distributions = b.keys().map(|k| (k.quant.clone(), k.distribution.clone())).collect();
-            MoeCurves { curves: b.into_iter().map(|(k, g)| (k, g.build(None))).collect(), distributions }
+            MoeCurves { curves: b.into_iter().map(|(k, g)| (k, g.build(None))).collect(), order, distributions }
         };
-        Ok(MoeTable { standard: build(std), low_latency: build(ll) })
+        Ok(MoeTable { standard: build(std, std_order), low_latency: build(ll, ll_order) })
     }
 }

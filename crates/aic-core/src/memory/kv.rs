@@ -1,0 +1,284 @@
+//! KV-cache bytes per sequence (spec 41 §3) and the inverse, budget → token capacity (§4).
+
+use crate::error::{AicError, Result};
+use crate::spec::KvQuant;
+
+use super::facts::{ModelFacts, ModelFamily};
+
+/// The GPT-OSS sliding-window length (its window layers cap at 128 tokens).
+const GPT_OSS_WINDOW: u64 = 128;
+
+/// How the KV bytes of one sequence grow with its length, on one GPU (all layers; not divided
+/// by pipeline stages; no context-parallel saving).
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvCacheModel {
+    /// `kv_bytes(L) = L · per_token` (GQA/MHA, MLA, DeepSeek-V3.2); inverse is linear.
+    Linear {
+        /// Bytes per token, unfloored.
+        per_token: f64,
+    },
+    /// GPT-OSS: `p · (S·min(L, 128) + G·L)`; inverse is the binary search.
+    GptOss {
+        /// `ceil(n_kv/tp) · head · 2 · m(kv)`.
+        per_layer_token: f64,
+        /// `S = floor(layers / 2)` window layers.
+        window_layers: u64,
+        /// `G = layers − S` global layers.
+        global_layers: u64,
+        /// The model's context length, returned by a saturated search.
+        context_length: Option<u64>,
+    },
+}
+
+impl KvCacheModel {
+    /// Picks the family's rule (§3.1, §3.2, §3.3) for a KV dtype and an attention TP size.
+    /// Families whose curves spec 41 does not give numerically (Qwen3.5, Gemma-4, Step-3.7,
+    /// DeepSeek-V4, Kimi-K3) are an error.
+    pub fn for_model(facts: &ModelFacts, kv: KvQuant, tp_size: u32) -> Result<KvCacheModel> {
+        let m = kv.bytes_per_elem();
+        let layers = facts.num_layers as f64;
+        let tp = u64::from(tp_size.max(1));
+        let kv_heads_per_rank = facts.num_key_value_heads.div_ceil(tp) as f64;
+        match facts.family {
+            ModelFamily::Deepseek | ModelFamily::KimiK25 => {
+                let lora = facts.kv_lora_rank.unwrap_or(512) as f64;
+                let rope = facts.qk_rope_head_dim.unwrap_or(64) as f64;
+                Ok(KvCacheModel::Linear {
+                    per_token: m * layers * (lora + rope),
+                })
+            }
+            ModelFamily::DeepseekV32 => {
+                let lora = facts.kv_lora_rank.unwrap_or(512) as f64;
+                let rope = facts.qk_rope_head_dim.unwrap_or(64) as f64;
+                let index = facts.index_head_dim.unwrap_or(128);
+                let idx = (index + index.div_ceil(128) * 4) as f64;
+                Ok(KvCacheModel::Linear {
+                    per_token: layers * (lora * m + rope * 2.0 + idx),
+                })
+            }
+            ModelFamily::Qwen35
+            | ModelFamily::Gemma4Mix
+            | ModelFamily::Step3p7
+            | ModelFamily::DeepseekV4
+            | ModelFamily::KimiK3 => Err(AicError::value(format!(
+                "KV-cache model for family {} is not implemented",
+                facts.family
+            ))),
+            _ if facts.architecture == "GptOssForCausalLM" => {
+                let window_layers = facts.num_layers / 2;
+                Ok(KvCacheModel::GptOss {
+                    per_layer_token: kv_heads_per_rank * facts.head_dim as f64 * 2.0 * m,
+                    window_layers,
+                    global_layers: facts.num_layers - window_layers,
+                    context_length: facts.max_position_embeddings,
+                })
+            }
+            _ => Ok(KvCacheModel::Linear {
+                per_token: m * layers * 2.0 * kv_heads_per_rank * facts.head_dim as f64,
+            }),
+        }
+    }
+
+    /// Bytes one sequence of `seq_len` tokens occupies (§3).
+    pub fn kv_bytes(&self, seq_len: u64) -> f64 {
+        let l = seq_len as f64;
+        match self {
+            KvCacheModel::Linear { per_token } => l * per_token,
+            KvCacheModel::GptOss {
+                per_layer_token,
+                window_layers,
+                global_layers,
+                ..
+            } => {
+                per_layer_token
+                    * (*window_layers as f64 * seq_len.min(GPT_OSS_WINDOW) as f64
+                        + *global_layers as f64 * l)
+            }
+        }
+    }
+
+    /// `kv_bytes(1)`, unfloored.
+    pub fn bytes_per_token(&self) -> f64 {
+        self.kv_bytes(1)
+    }
+
+    /// Tokens that fit in `budget` bytes (§4): linear or binary search, per family.
+    pub fn tokens_from_bytes(&self, budget: f64) -> u64 {
+        match self {
+            KvCacheModel::Linear { per_token } => tokens_from_bytes_linear(budget, *per_token),
+            KvCacheModel::GptOss { context_length, .. } => {
+                tokens_from_bytes_search(budget, |l| self.kv_bytes(l), *context_length)
+            }
+        }
+    }
+}
+
+/// `floor(B / per_token)`, 0 when either is not positive (§4, linear families).
+pub fn tokens_from_bytes_linear(budget: f64, per_token: f64) -> u64 {
+    if budget <= 0.0 || per_token <= 0.0 || budget.is_nan() || per_token.is_nan() {
+        return 0;
+    }
+    (budget / per_token).floor() as u64
+}
+
+/// Largest `L` with `kv_bytes(L) ≤ B` for a non-decreasing `kv_bytes` (§4, binary search):
+/// doubling from 1, then bisection in `[L/2, L)`. A curve that stops growing is saturated and
+/// returns `context_length` (or the doubled length when unknown).
+pub fn tokens_from_bytes_search(
+    budget: f64,
+    kv_bytes: impl Fn(u64) -> f64,
+    context_length: Option<u64>,
+) -> u64 {
+    if budget.is_nan() || budget <= 0.0 {
+        return 0;
+    }
+    let mut hi: u64 = 1;
+    while kv_bytes(hi) <= budget {
+        let before = kv_bytes(hi);
+        if hi >= 1 << 62 {
+            return hi;
+        }
+        hi *= 2;
+        if kv_bytes(hi) == before {
+            return context_length.unwrap_or(hi);
+        }
+    }
+    // kv_bytes(hi) > budget; kv_bytes(hi / 2) <= budget (or hi == 1).
+    let mut lo = hi / 2;
+    if lo == 0 {
+        return 0;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if kv_bytes(mid) <= budget {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn gqa(
+        arch: &str,
+        family: ModelFamily,
+        layers: u64,
+        heads: u64,
+        kv_heads: u64,
+        head: u64,
+    ) -> ModelFacts {
+        ModelFacts {
+            architecture: arch.into(),
+            family,
+            num_layers: layers,
+            hidden_size: heads * head,
+            num_attention_heads: heads,
+            num_key_value_heads: kv_heads,
+            head_dim: head,
+            num_experts: 0,
+            topk: 0,
+            kv_lora_rank: None,
+            qk_rope_head_dim: None,
+            index_head_dim: None,
+            max_position_embeddings: None,
+            vocab_size: None,
+            intermediate_size: None,
+            moe_intermediate_size: None,
+            torch_dtype: None,
+            sliding_window: None,
+        }
+    }
+
+    fn per_token(f: &ModelFacts, kv: KvQuant, tp: u32) -> f64 {
+        KvCacheModel::for_model(f, kv, tp)
+            .unwrap()
+            .bytes_per_token()
+    }
+
+    #[test]
+    fn gqa_examples() {
+        let q32 = gqa("Qwen3ForCausalLM", ModelFamily::Llama, 64, 64, 8, 128);
+        assert_eq!(per_token(&q32, KvQuant::Bfloat16, 2), 131072.0);
+        assert_eq!(per_token(&q32, KvQuant::Fp8, 4), 32768.0);
+        assert_eq!(per_token(&q32, KvQuant::Bfloat16, 16), 32768.0);
+        let q30 = gqa("Qwen3MoeForCausalLM", ModelFamily::Moe, 48, 32, 4, 128);
+        assert_eq!(per_token(&q30, KvQuant::Bfloat16, 4), 24576.0);
+        let q06 = gqa("Qwen3ForCausalLM", ModelFamily::Llama, 28, 16, 8, 128);
+        assert_eq!(per_token(&q06, KvQuant::Bfloat16, 1), 114688.0);
+        let m = KvCacheModel::for_model(&q32, KvQuant::Bfloat16, 2).unwrap();
+        assert_eq!(m.kv_bytes(0), 0.0);
+        assert_eq!(m.kv_bytes(1000), 131072000.0);
+    }
+
+    #[test]
+    fn mla_examples() {
+        let mut ds = gqa(
+            "DeepseekV3ForCausalLM",
+            ModelFamily::Deepseek,
+            61,
+            128,
+            128,
+            56,
+        );
+        // Missing config values default to 512 and 64.
+        assert_eq!(per_token(&ds, KvQuant::Fp8, 8), 35136.0);
+        ds.kv_lora_rank = Some(512);
+        ds.qk_rope_head_dim = Some(64);
+        assert_eq!(per_token(&ds, KvQuant::Fp8, 1), 35136.0);
+        assert_eq!(per_token(&ds, KvQuant::Bfloat16, 8), 70272.0);
+        ds.family = ModelFamily::DeepseekV32;
+        assert_eq!(per_token(&ds, KvQuant::Fp8, 8), 47092.0);
+    }
+
+    #[test]
+    fn gpt_oss_example() {
+        let mut g = gqa("GptOssForCausalLM", ModelFamily::Moe, 36, 64, 8, 64);
+        g.max_position_embeddings = Some(131072);
+        let m = KvCacheModel::for_model(&g, KvQuant::Bfloat16, 4).unwrap();
+        assert_eq!(m.bytes_per_token(), 18432.0);
+        assert_eq!(m.kv_bytes(1000), 9216.0 * (128.0 + 1000.0));
+        // §8 example 6: B = (C − non_kv) · 0.9.
+        let b: f64 = (151397597184.0 - 19966816256.0) * 0.9;
+        assert_eq!(b.floor(), 118287702835.0);
+        assert_eq!(m.tokens_from_bytes(b), 12834909);
+        assert_eq!(m.tokens_from_bytes(0.0), 0);
+        assert_eq!(m.tokens_from_bytes(18431.0), 0);
+        assert_eq!(m.tokens_from_bytes(18432.0), 1);
+    }
+
+    #[test]
+    fn unimplemented_families_fail() {
+        let f = gqa("Qwen3_5ForCausalLM", ModelFamily::Qwen35, 64, 24, 4, 256);
+        let err = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 2).unwrap_err();
+        assert!(err.to_string().contains("QWEN35"), "{err}");
+    }
+
+    #[test]
+    fn linear_inverse() {
+        assert_eq!(tokens_from_bytes_linear(98507266457.6, 131072.0), 751550);
+        assert_eq!(tokens_from_bytes_linear(0.0, 131072.0), 0);
+        assert_eq!(tokens_from_bytes_linear(-5.0, 131072.0), 0);
+        assert_eq!(tokens_from_bytes_linear(100.0, 0.0), 0);
+    }
+
+    #[test]
+    fn search_inverse() {
+        // Linear curve: agrees with the linear inverse.
+        for b in [1.0, 7.0, 8.0, 9.0, 1000.0, 123456789.5] {
+            assert_eq!(
+                tokens_from_bytes_search(b, |l| l as f64 * 8.0, None),
+                tokens_from_bytes_linear(b, 8.0),
+                "{b}"
+            );
+        }
+        // Saturated curve: the context length, else the doubled length.
+        let capped = |l: u64| l.min(4) as f64;
+        assert_eq!(tokens_from_bytes_search(100.0, capped, Some(4096)), 4096);
+        assert_eq!(tokens_from_bytes_search(100.0, capped, None), 8);
+        assert_eq!(tokens_from_bytes_search(-1.0, capped, None), 0);
+    }
+}
