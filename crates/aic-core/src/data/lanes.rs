@@ -71,6 +71,8 @@ struct LaneAcc {
 /// Accumulates lane densities over sources in priority order.
 #[derive(Default)]
 struct DensityAcc {
+    /// Lane indices in first-seen row order (lanes registered but never seen are left out).
+    seen: Vec<usize>,
     order: Vec<String>,
     index: HashMap<String, usize>,
     lanes: Vec<LaneAcc>,
@@ -115,12 +117,12 @@ impl DensityAcc {
             "step",
         ];
         let t = RawTable::read_columns(&source.path, cols)?;
-        let kernel = t.opt_str("kernel_source")?;
+        let kernel = t.opt_str_codes("kernel_source")?;
         let attn = match phase {
-            AttentionPhase::Context => Some(t.str("attn_dtype")?),
+            AttentionPhase::Context => Some(t.str_codes("attn_dtype")?),
             AttentionPhase::Generation => None,
         };
-        let kv = t.str("kv_cache_dtype")?;
+        let kv = t.str_codes("kv_cache_dtype")?;
         let heads = t.int("num_heads")?;
         let n_kv = t.int("num_key_value_heads")?;
         let head_dim = t.int("head_dim")?;
@@ -131,29 +133,45 @@ impl DensityAcc {
             AttentionPhase::Context => None,
             AttentionPhase::Generation => t.opt_int("step")?,
         };
-        let mut last_lane: Option<(&str, usize)> = None;
+        // Per-file string codes -> accumulator ids.
+        let attn_ids: Vec<u32> = attn
+            .as_ref()
+            .map(|a| a.values.iter().map(|v| self.intern(v)).collect())
+            .unwrap_or_default();
+        let kv_ids: Vec<u32> = kv.values.iter().map(|v| self.intern(v)).collect();
+        // Per-file kernel codes -> lane index, or None when the source filter drops the kernel.
+        let lane_of_code: Vec<Option<usize>> = match &kernel {
+            Some(k) => k
+                .values
+                .iter()
+                .map(|name| {
+                    source.accepts(Some(name)).then(|| {
+                        self.lane(if name.is_empty() { DEFAULT_LANE } else { name })
+                    })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let no_column_lane = if kernel.is_none() && source.accepts(None) {
+            Some(self.lane(DEFAULT_LANE))
+        } else {
+            None
+        };
+        // Lanes were registered per distinct value above; restore first-seen row order.
+        let mut seen_order: Vec<usize> = Vec::new();
         for i in 0..t.num_rows {
-            let ks = kernel.map(|k| k[i].as_str());
-            if !source.accepts(ks) {
+            let li = match &kernel {
+                Some(k) => lane_of_code[k.codes[i] as usize],
+                None => no_column_lane,
+            };
+            let Some(li) = li else {
                 continue;
+            };
+            if !seen_order.contains(&li) {
+                seen_order.push(li);
             }
-            let name = match ks {
-                Some(k) if !k.is_empty() => k,
-                _ => DEFAULT_LANE,
-            };
-            let li = match last_lane {
-                Some((n, li)) if n == name => li,
-                _ => {
-                    let li = self.lane(name);
-                    last_lane = Some((name, li));
-                    li
-                }
-            };
-            let a = match attn {
-                Some(a) => self.intern(&a[i]),
-                None => 0,
-            };
-            let k = self.intern(&kv[i]);
+            let a = attn.as_ref().map_or(0, |a| attn_ids[a.codes[i] as usize]);
+            let k = kv_ids[kv.codes[i] as usize];
             let n_kv_lookup = if n_kv[i] == heads[i] { 0 } else { n_kv[i] };
             let w = window.map_or(0, |w| w[i]);
             let slice: SliceKey = (a, k, n_kv_lookup, head_dim[i], w);
@@ -168,17 +186,21 @@ impl DensityAcc {
                 lane.slices.insert(slice);
             }
         }
+        for l in seen_order {
+            if !self.seen.contains(&l) {
+                self.seen.push(l);
+            }
+        }
         Ok(())
     }
 
     fn snapshot(&self) -> Vec<LaneDensity> {
-        self.order
+        self.seen
             .iter()
-            .zip(&self.lanes)
-            .map(|(lane, acc)| LaneDensity {
-                lane: lane.clone(),
-                slices: acc.slices.len(),
-                rows: acc.rows.len(),
+            .map(|&i| LaneDensity {
+                lane: self.order[i].clone(),
+                slices: self.lanes[i].slices.len(),
+                rows: self.lanes[i].rows.len(),
             })
             .collect()
     }

@@ -118,7 +118,7 @@ fn load_reuse(path: &Path) -> Vec<(String, String)> {
 
 /// True unless the dir carries a legacy `INCOMPLETE.txt` without a `collection_meta.yaml`.
 fn dir_usable(dir: &Path) -> bool {
-    !(dir.join("INCOMPLETE.txt").exists() && !dir.join("collection_meta.yaml").exists())
+    !dir.join("INCOMPLETE.txt").exists() || dir.join("collection_meta.yaml").exists()
 }
 
 /// Resolves and memoises the source lists of one load identity.

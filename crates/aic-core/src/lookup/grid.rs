@@ -50,18 +50,19 @@ impl GridBuilder {
     pub fn build(self, sqrt_axis: Option<usize>) -> Grid {
         let depth = self.depth;
         let points: Vec<(Vec<u64>, Leaf)> = self.rows.into_iter().collect();
-        let root = build_node(&points, 0, depth);
+        let root = build_node(&points, 0, depth, 0);
         let coords_log2 = points
             .iter()
             .flat_map(|(k, _)| k.iter().map(|&c| log2_clamped(c as f64)))
             .collect();
         let coords = points.iter().flat_map(|(k, _)| k.iter().copied()).collect();
-        let leaves = points.into_iter().map(|(_, l)| l).collect();
-        Grid { depth, root, coords, coords_log2, leaves, sqrt_axis }
+        let leaves: Vec<Leaf> = points.into_iter().map(|(_, l)| l).collect();
+        let usable = leaves.iter().filter(|l| l.latency > 0.0 && l.latency.is_finite()).count();
+        Grid { depth, root, coords, coords_log2, leaves, usable, sqrt_axis }
     }
 }
 
-fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize) -> Node {
+fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize, first: usize) -> Node {
     let mut keys = Vec::new();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -78,9 +79,10 @@ fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize) -> Node {
     let kids = if level + 1 == depth {
         Kids::Leaves(spans.iter().map(|&(s, _)| points[s].1).collect())
     } else {
-        Kids::Nodes(spans.iter().map(|&(s, e)| build_node(&points[s..e], level + 1, depth)).collect())
+        Kids::Nodes(spans.iter().map(|&(s, e)| build_node(&points[s..e], level + 1, depth, first + s)).collect())
     };
-    Node { keys, kids }
+    let keys_log2 = keys.iter().map(|&k| log2_clamped(k as f64)).collect();
+    Node { keys, keys_log2, first, kids }
 }
 
 #[inline]
@@ -91,7 +93,45 @@ fn log2_clamped(v: f64) -> f64 {
 #[derive(Debug, Clone)]
 struct Node {
     keys: Vec<u64>,
+    /// `log2(max(key, 1e-12))` of `keys` (hold distances).
+    keys_log2: Vec<f64>,
+    /// Flat index of this node's first leaf (leaves are stored in ascending key order).
+    first: usize,
     kids: Kids,
+}
+
+/// The `NEAR` nearest leaves seen so far, ordered by (distance, flat index).
+struct Nearest {
+    items: [(f64, u32); NEAR],
+    len: usize,
+}
+
+/// How many nearest leaves the hold collects before checking their SOL.
+const NEAR: usize = 8;
+
+impl Nearest {
+    fn worst(&self) -> f64 {
+        if self.len < NEAR {
+            f64::INFINITY
+        } else {
+            self.items[NEAR - 1].0
+        }
+    }
+
+    fn offer(&mut self, dist: f64, idx: u32) {
+        if self.len == NEAR && !((dist, idx) < self.items[NEAR - 1]) {
+            return;
+        }
+        let mut j = self.len.min(NEAR - 1);
+        if self.len < NEAR {
+            self.len += 1;
+        }
+        while j > 0 && (dist, idx) < self.items[j - 1] {
+            self.items[j] = self.items[j - 1];
+            j -= 1;
+        }
+        self.items[j] = (dist, idx);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +150,8 @@ pub struct Grid {
     /// `log2(max(coord, 1e-12))` of `coords`.
     coords_log2: Vec<f64>,
     leaves: Vec<Leaf>,
+    /// Leaves with a positive finite latency (hold candidates).
+    usable: usize,
     sqrt_axis: Option<usize>,
 }
 
@@ -254,60 +296,133 @@ impl Grid {
             return self.hold_1d(q[0], sol_q, sol);
         }
         let d = self.depth;
-        let ql: Vec<f64> = q.iter().map(|&v| log2_clamped(v)).collect();
-        let mut order: Vec<(f64, u32)> = Vec::with_capacity(self.leaves.len());
-        for (i, leaf) in self.leaves.iter().enumerate() {
-            if !(leaf.latency > 0.0 && leaf.latency.is_finite()) {
-                continue;
-            }
-            let c = &self.coords_log2[i * d..(i + 1) * d];
-            let mut s = 0.0;
-            for a in 0..d {
-                let diff = c[a] - ql[a];
-                s += diff * diff;
-            }
-            order.push((s.sqrt(), i as u32));
+        let mut ql = [0.0f64; 8];
+        for (slot, &v) in ql.iter_mut().zip(q) {
+            *slot = log2_clamped(v);
         }
-        order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-        let mut anchors: Vec<(f64, f64, f64)> = Vec::with_capacity(4); // (d, util, power)
+        // The nearest leaves by (distance, key order): a branch-and-bound walk of the nested
+        // axes (a partial distance already beyond the current 8th-nearest prunes the branch).
+        // The full sort is only needed when too few of them have a usable SOL.
+        let mut near = Nearest { items: [(f64::INFINITY, u32::MAX); NEAR], len: 0 };
+        self.nearest(&self.root, 0, &ql[..d], 0.0, &mut near);
+        let count = near.len;
+        let mut anchors = [(0.0f64, 0.0f64, 0.0f64); 4]; // (distance, util, power)
+        let mut n_anchor = 0usize;
         let mut radius = f64::INFINITY;
+        let mut found_fifth = false;
         let mut pt = [0.0f64; 8];
-        for &(dist, i) in &order {
-            let i = i as usize;
+        let mut consider = |dist: f64, i: usize, n_anchor: &mut usize| -> bool {
             for (a, slot) in pt[..d].iter_mut().enumerate() {
                 *slot = self.coords[i * d + a] as f64;
             }
             let s = sol(&pt[..d]);
             if !(s > 0.0 && s.is_finite()) {
-                continue;
+                return false;
             }
-            if anchors.len() == 4 {
+            if *n_anchor == 4 {
                 radius = dist;
-                break;
+                return true;
             }
             let leaf = &self.leaves[i];
-            anchors.push((dist, s / leaf.latency, leaf.blend_power()));
+            anchors[*n_anchor] = (dist, s / leaf.latency, leaf.blend_power());
+            *n_anchor += 1;
+            false
+        };
+        for &(dist, i) in near.items.iter().take(count) {
+            if consider(dist, i as usize, &mut n_anchor) {
+                found_fifth = true;
+                break;
+            }
         }
+        if !found_fifth && self.usable > count {
+            // Rare: fewer than five usable leaves among the nearest; walk all of them in order.
+            n_anchor = 0;
+            let mut order: Vec<(f64, u32)> = Vec::with_capacity(count);
+            for (i, leaf) in self.leaves.iter().enumerate() {
+                if !(leaf.latency > 0.0 && leaf.latency.is_finite()) {
+                    continue;
+                }
+                let c = &self.coords_log2[i * d..(i + 1) * d];
+                let sum: f64 = (0..d).map(|a| (c[a] - ql[a]) * (c[a] - ql[a])).sum();
+                order.push((sum.sqrt(), i as u32));
+            }
+            order.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+            for &(dist, i) in &order {
+                if consider(dist, i as usize, &mut n_anchor) {
+                    break;
+                }
+            }
+        }
+        let anchors = &anchors[..n_anchor];
         if anchors.is_empty() {
             return Err(Miss::NoAnchor);
         }
-        let weights: Vec<f64> = anchors
-            .iter()
-            .map(|&(dist, _, _)| {
-                if radius.is_finite() {
-                    let num = (radius - dist).max(0.0) / (radius * dist + 1e-12);
-                    num * num
-                } else {
-                    1.0 / (dist * dist + 1e-12)
-                }
-            })
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let weights = if total > 0.0 { weights } else { vec![1.0; anchors.len()] };
+        let mut weights = [0.0f64; 4];
+        for (w, &(dist, _, _)) in weights.iter_mut().zip(anchors) {
+            *w = if radius.is_finite() {
+                let num = (radius - dist).max(0.0) / (radius * dist + 1e-12);
+                num * num
+            } else {
+                1.0 / (dist * dist + 1e-12)
+            };
+        }
+        let weights = &mut weights[..anchors.len()];
+        if weights.iter().sum::<f64>() <= 0.0 {
+            weights.iter_mut().for_each(|w| *w = 1.0);
+        }
         let wsum: f64 = weights.iter().sum();
-        let util: f64 = anchors.iter().zip(&weights).map(|(a, w)| w * a.1).sum::<f64>() / wsum;
-        let power: f64 = anchors.iter().zip(&weights).map(|(a, w)| w * a.2).sum::<f64>() / wsum;
+        let util: f64 = anchors.iter().zip(weights.iter()).map(|(a, w)| w * a.1).sum::<f64>() / wsum;
+        let power: f64 = anchors.iter().zip(weights.iter()).map(|(a, w)| w * a.2).sum::<f64>() / wsum;
         Ok(Val::derived(sol_q / util, power))
+    }
+
+    /// Branch-and-bound search for the nearest leaves with a positive latency.
+    fn nearest(&self, node: &Node, level: usize, ql: &[f64], partial: f64, near: &mut Nearest) {
+        let q = ql[level];
+        let keys = &node.keys_log2;
+        let start = keys.partition_point(|&k| k < q);
+        // Visit keys outward from the query, nearest first on this axis.
+        let (mut lo, mut hi) = (start as isize - 1, start);
+        loop {
+            let left = (lo >= 0).then(|| (q - keys[lo as usize]) * (q - keys[lo as usize]));
+            let right = (hi < keys.len()).then(|| (keys[hi] - q) * (keys[hi] - q));
+            let (idx, contrib) = match (left, right) {
+                (None, None) => break,
+                (Some(l), None) => (lo as usize, l),
+                (None, Some(r)) => (hi, r),
+                (Some(l), Some(r)) => {
+                    if l <= r {
+                        (lo as usize, l)
+                    } else {
+                        (hi, r)
+                    }
+                }
+            };
+            if idx == hi {
+                hi += 1;
+            } else {
+                lo -= 1;
+            }
+            let sum = partial + contrib;
+            if sum.sqrt() > near.worst() {
+                // Every key further out on this side is further still; the other side may not be.
+                if idx + 1 == hi {
+                    hi = keys.len();
+                } else {
+                    lo = -1;
+                }
+                continue;
+            }
+            match &node.kids {
+                Kids::Leaves(leaves) => {
+                    let leaf = &leaves[idx];
+                    if leaf.latency > 0.0 && leaf.latency.is_finite() {
+                        near.offer(sum.sqrt(), (node.first + idx) as u32);
+                    }
+                }
+                Kids::Nodes(nodes) => self.nearest(&nodes[idx], level + 1, ql, sum, near),
+            }
+        }
     }
 
     fn hold_1d(&self, x: f64, sol_q: f64, sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {

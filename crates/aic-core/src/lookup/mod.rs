@@ -8,7 +8,7 @@ mod scattered;
 pub mod sol;
 
 pub use grid::{Grid, GridBuilder};
-pub use scattered::{GemmSite, ScatteredSites, ScatteredSitesBuilder};
+pub use scattered::{GemmSite, NeighbourOrder, ScatteredSites, ScatteredSitesBuilder};
 
 /// One measured grid point: latency (ms), power (W) and energy (W·ms) as loaded.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -150,7 +150,20 @@ impl ScatteredSitesBuilder {
             site.ms = pts.iter().map(|p| p.0).collect();
             site.leaves = pts.iter().map(|p| p.1).collect();
         }
-        ScatteredSites { sites, site_index }
+        let mut spans: Vec<(u64, u64)> = sites
+            .iter()
+            .filter(|s| !s.ms.is_empty())
+            .map(|s| (s.ms[0], s.ms[s.ms.len() - 1]))
+            .collect();
+        spans.sort_unstable();
+        let mut coverage: Vec<(u64, u64)> = Vec::new();
+        for (lo, hi) in spans {
+            match coverage.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => coverage.push((lo, hi)),
+            }
+        }
+        ScatteredSites { sites, site_index, coverage }
     }
 }
 
@@ -159,6 +172,17 @@ impl ScatteredSitesBuilder {
 pub struct ScatteredSites {
     sites: Vec<GemmSite>,
     site_index: HashMap<(u64, u64), usize>,
+    /// Union of the sites' `m` ranges, as disjoint sorted intervals.
+    coverage: Vec<(u64, u64)>,
+}
+
+/// The sites ordered by distance to one `(n, k)` shape (ties by enumeration order), computed
+/// once per GEMM op so an unknown-site query walks a short list.
+#[derive(Debug, Clone)]
+pub struct NeighbourOrder {
+    n: u64,
+    k: u64,
+    order: Vec<(f64, usize)>,
 }
 
 impl ScatteredSites {
@@ -170,6 +194,56 @@ impl ScatteredSites {
     /// The site collected at exactly `(n, k)`, if any.
     pub fn site(&self, n: u64, k: u64) -> Option<&GemmSite> {
         self.site_index.get(&(n, k)).map(|&i| &self.sites[i])
+    }
+
+    /// The distance order of every site around `(n, k)`.
+    pub fn neighbour_order(&self, n: u64, k: u64) -> NeighbourOrder {
+        let (ln, lk) = ((n as f64).log2(), (k as f64).log2());
+        let mut order: Vec<(f64, usize)> = self
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let dn = (s.n as f64).log2() - ln;
+                let dk = (s.k as f64).log2() - lk;
+                ((dn * dn + dk * dk).sqrt(), i)
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        NeighbourOrder { n, k, order }
+    }
+
+    fn any_covers(&self, m: f64) -> bool {
+        self.coverage.iter().any(|&(lo, hi)| m >= lo as f64 && m <= hi as f64)
+    }
+
+    /// Resolves `(m, n, k)` with a precomputed neighbour order for `(n, k)`: own site if
+    /// collected, else the four nearest usable sites within the distance gate.
+    pub fn lookup_ordered(&self, m: f64, order: &NeighbourOrder, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
+        let (n, k) = (order.n, order.k);
+        if let Some(site) = self.site(n, k) {
+            return site.eval(m, sol).ok_or(Miss::NoAnchor);
+        }
+        if self.sites.is_empty() {
+            return Err(Miss::EmptyTable);
+        }
+        let covering_only = self.any_covers(m);
+        let mut chosen = [(0.0f64, 0usize); 4];
+        let mut n_chosen = 0;
+        for &(d, i) in &order.order {
+            if d > MAX_SITE_DISTANCE || n_chosen == 4 {
+                break;
+            }
+            if covering_only && !self.sites[i].covers(m) {
+                continue;
+            }
+            chosen[n_chosen] = (d, i);
+            n_chosen += 1;
+        }
+        if n_chosen == 0 {
+            return self.lookup_unknown(m, n, k, sol);
+        }
+        self.blend(m, n, k, &chosen[..n_chosen], sol)
     }
 
     /// Resolves `(m, n, k)`: own site if collected, else the unknown-site blend.
@@ -208,11 +282,17 @@ impl ScatteredSites {
         }
         scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         scored.truncate(4);
+        self.blend(m, n, k, &scored, sol)
+    }
+
+    /// The inverse-square-distance utilisation blend over the chosen sites; a site whose curve
+    /// fails is skipped, not replaced.
+    fn blend(&self, m: f64, n: u64, k: u64, scored: &[(f64, usize)], sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
         let mut wsum = 0.0;
         let mut usum = 0.0;
         let mut psum = 0.0;
         let mut used = 0;
-        for &(d, i) in &scored {
+        for &(d, i) in scored {
             let site = &self.sites[i];
             let Some(v) = site.eval(m, sol) else { continue };
             let s = sol(m, site.n as f64, site.k as f64);

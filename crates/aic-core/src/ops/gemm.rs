@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::data::tables::{GemmTable, PerfDatabase, QuantizeKernel, QuantizeTable};
 use crate::error::{AicError, Result};
 use crate::lookup::sol::gemm_sol_ms;
-use crate::lookup::{anchor_message, Miss};
+use crate::lookup::{anchor_message, Miss, NeighbourOrder};
 use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
 use super::empirical::{not_implemented, util_at, util_near};
@@ -46,6 +46,8 @@ pub struct GemmEval {
     flops: Result<f64>,
     mem_bw: f64,
     table: Result<Arc<GemmTable>>,
+    /// The table's sites around this op's `(n, k)`, ordered once.
+    neighbours: Option<NeighbourOrder>,
     /// `fp8_static` only: the compute-scale and (with low-precision input) scale-matrix tables.
     quantize: Vec<Result<Arc<QuantizeTable>>>,
     db: Arc<PerfDatabase>,
@@ -58,6 +60,11 @@ impl GemmEval {
             Ok(_) => db.gemm(),
             Err(e) => Err(e.clone()),
         };
+        let neighbours = table
+            .as_ref()
+            .ok()
+            .and_then(|t| t.quant(op.quant_mode.table_name()))
+            .map(|sites| sites.neighbour_order(u64::from(op.n), u64::from(op.k)));
         let mut quantize = Vec::new();
         if op.quant_mode == GemmQuant::Fp8Static {
             quantize.push(db.quantize(QuantizeKernel::ComputeScale));
@@ -78,6 +85,7 @@ impl GemmEval {
             flops,
             mem_bw: db.system.gpu.mem_bw,
             table,
+            neighbours,
             quantize,
             db: db.clone(),
         }
@@ -133,7 +141,11 @@ impl GemmEval {
         let sites = table
             .quant(table_quant)
             .ok_or_else(|| table.quant_missing(table_quant, &self.db.label()))?;
-        match sites.lookup(m, self.n, self.k, sol) {
+        let found = match &self.neighbours {
+            Some(order) => sites.lookup_ordered(m, order, sol),
+            None => sites.lookup(m, self.n, self.k, sol),
+        };
+        match found {
             Ok(v) => Ok(OpValue::new(v.latency, v.energy, Source::Silicon)),
             Err(_) if self.below_grid_sol && mode == DatabaseMode::Silicon => {
                 Ok(OpValue::new(sol(m, self.n as f64, self.k as f64), 0.0, Source::Sol))

@@ -1,0 +1,83 @@
+//! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
+//! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
+//! for a dense, a MoE and an MLA engine. Arguments change on every call so no memo can hide
+//! the work. Run: `cargo bench -p aic-core --bench estimates`.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use aic_core::{Engine, EngineSpec, StaticRun};
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn golden_engine(file: &str, id: &str) -> Engine {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../goldens").join(file);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let case = doc["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
+    let spec = serde_json::json!({
+        "schema_version": 15,
+        "engine": case["resolved"]["engine"],
+        "context_ops": case["spec_ops"]["context"],
+        "generation_ops": case["spec_ops"]["generation"],
+    });
+    Engine::from_spec(EngineSpec::from_json(&spec.to_string()).unwrap(), None).unwrap()
+}
+
+/// A cheap deterministic argument stream (xorshift).
+struct Args(u64);
+impl Args {
+    fn next(&mut self, lo: u32, hi: u32) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        lo + (self.0 % u64::from(hi - lo)) as u32
+    }
+}
+
+fn bench_engine(c: &mut Criterion, label: &str, engine: &Engine) {
+    // Warm every table the engine touches.
+    engine.prefill_latency_ms(1, 1024, 0).unwrap();
+    engine.decode_latency_ms(1, 1024, 2).unwrap();
+    let mut g = c.benchmark_group(label);
+    let mut a = Args(0x9e3779b97f4a7c15);
+    g.bench_function("decode_osl2", |b| {
+        b.iter(|| black_box(engine.decode_latency_ms(a.next(1, 256), a.next(128, 8192), 2).unwrap()))
+    });
+    g.bench_function("decode_step", |b| {
+        b.iter(|| black_box(engine.decode_step_latency_ms(a.next(1, 256), a.next(128, 8192), a.next(2, 1024), 1.0).unwrap()))
+    });
+    g.bench_function("prefill", |b| {
+        b.iter(|| black_box(engine.prefill_latency_ms(a.next(1, 8), a.next(128, 8192), 0).unwrap()))
+    });
+    g.bench_function("mixed_step", |b| {
+        b.iter(|| {
+            black_box(
+                engine
+                    .mixed_step_latency_ms(a.next(256, 4096), a.next(1, 128), a.next(512, 8192), a.next(2, 1024), 0, 1.0, 1.0)
+                    .unwrap(),
+            )
+        })
+    });
+    g.bench_function("decode_osl1024_stride32", |b| {
+        b.iter(|| black_box(engine.decode_latency_ms(a.next(1, 256), a.next(128, 8192), 1024).unwrap()))
+    });
+    g.bench_function("static_run_osl512", |b| {
+        b.iter(|| black_box(engine.run_static(&StaticRun::new(a.next(1, 16), a.next(128, 4096), 512)).unwrap()))
+    });
+    g.finish();
+}
+
+fn estimates(c: &mut Criterion) {
+    let dense = golden_engine("dense.json", "dense/Qwen3-32B/h200_sxm/vllm/tp2-pp1-dp1");
+    bench_engine(c, "dense_qwen3_32b_tp2", &dense);
+    let moe = golden_engine("moe.json", "moe/Qwen3-30B-A3B/h200_sxm/vllm/tp4-pp1-dp1-mtp1-ep4");
+    bench_engine(c, "moe_qwen3_30b_a3b_tp4_ep4", &moe);
+    let mla = golden_engine("mla.json", "mla/DeepSeek-V3/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
+    bench_engine(c, "mla_deepseek_v3_tp8_ep8", &mla);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = estimates
+}
+criterion_main!(benches);

@@ -1,0 +1,291 @@
+//! A mock continuous-batching server: replays a synthetic request trace through a chunked-prefill
+//! scheduler whose iteration times come from one aic engine, and reports TTFT / TPOT percentiles,
+//! throughput, and how fast the simulation itself runs.
+//!
+//! ```sh
+//! cargo run --release -p aic-core --example mocker -- --requests 500 --rate 4 --threads 2
+//! ```
+//!
+//! Options: `--spec FILE` (default: `examples/specs/qwen3-32b_h200_vllm_tp2.json`), `--requests N`,
+//! `--rate R` (arrivals per second), `--threads T` (T identical simulations sharing one
+//! `Arc<Engine>`; they must agree to the bit), `--seed S`, `--budget TOKENS` (tokens per
+//! iteration), `--max-running N` (concurrent requests).
+//!
+//! The scheduler, per iteration: every running request past its prefill decodes one token; the
+//! rest of the token budget goes to prompt chunks, first-come first-served, admitting waiting
+//! requests while fewer than `max_running` run. An iteration with prompt tokens is priced as a
+//! mixed step (prefill-only when nothing decodes), one without as a decode step, with the
+//! iteration's requests described by their mean prompt and output lengths (the engine's
+//! workload convention); simulated time advances by the estimate.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use aic_core::{Engine, LatencyModel, Result};
+
+/// One synthetic request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Request {
+    pub arrival_ms: f64,
+    pub prompt: u32,
+    pub output: u32,
+}
+
+/// Trace and scheduler settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SimConfig {
+    pub requests: usize,
+    /// Mean arrivals per second (exponential inter-arrival times).
+    pub rate: f64,
+    pub seed: u64,
+    /// Tokens per iteration (decode tokens plus prompt chunks).
+    pub token_budget: u32,
+    pub max_running: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { requests: 500, rate: 4.0, seed: 42, token_budget: 2048, max_running: 128 }
+    }
+}
+
+/// What one simulation measured (simulated milliseconds).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// Time to first token of each request, in completion order of the prefills.
+    pub ttft_ms: Vec<f64>,
+    /// Mean time per output token after the first, of each request with more than one.
+    pub tpot_ms: Vec<f64>,
+    pub iterations: u64,
+    pub output_tokens: u64,
+    /// Simulated time when the last request finished.
+    pub makespan_ms: f64,
+}
+
+/// xorshift64*: a tiny deterministic generator, plenty for a synthetic trace.
+struct Rng(u64);
+
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        lo + (self.next_f64() * f64::from(hi - lo + 1)) as u32
+    }
+}
+
+/// Poisson arrivals at `rate` per second; prompts of 256..=4096 tokens, outputs of 16..=512.
+pub fn synthetic_trace(cfg: &SimConfig) -> Vec<Request> {
+    let mut rng = Rng(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut t = 0.0;
+    (0..cfg.requests)
+        .map(|_| {
+            t += -(1.0 - rng.next_f64()).ln() / cfg.rate * 1000.0;
+            Request { arrival_ms: t, prompt: rng.range(256, 4096), output: rng.range(16, 512) }
+        })
+        .collect()
+}
+
+/// Progress of an admitted request.
+struct Running {
+    req: Request,
+    prefilled: u32,
+    generated: u32,
+    first_token_ms: f64,
+}
+
+/// Runs the trace to completion; one `model` call per iteration.
+pub fn simulate(model: &dyn LatencyModel, trace: &[Request], cfg: &SimConfig) -> Result<Report> {
+    let mut report = Report::default();
+    let (mut now, mut next) = (0.0_f64, 0_usize); // simulated clock; next trace entry to admit
+    let mut running: Vec<Running> = Vec::new();
+    while next < trace.len() || !running.is_empty() {
+        // Admit arrived requests, FCFS, while there is room; jump ahead when idle.
+        if running.is_empty() && trace[next].arrival_ms > now {
+            now = trace[next].arrival_ms;
+        }
+        while next < trace.len() && trace[next].arrival_ms <= now && running.len() < cfg.max_running {
+            running.push(Running { req: trace[next], prefilled: 0, generated: 0, first_token_ms: 0.0 });
+            next += 1;
+        }
+        // Plan the iteration: decodes first, then prompt chunks from the budget.
+        let decoding = running.iter().filter(|r| r.generated > 0).count() as u32;
+        let mut budget = cfg.token_budget.saturating_sub(decoding);
+        let mut chunks = vec![0_u32; running.len()];
+        for (r, chunk) in running.iter().zip(chunks.iter_mut()) {
+            if r.generated == 0 && budget > 0 {
+                *chunk = (r.req.prompt - r.prefilled).min(budget);
+                budget -= *chunk;
+            }
+        }
+        let ctx_tokens: u32 = chunks.iter().sum();
+        let members: Vec<&Running> =
+            running.iter().zip(&chunks).filter(|(r, c)| r.generated > 0 || **c > 0).map(|(r, _)| r).collect();
+        let n = members.len() as u64;
+        let isl = (members.iter().map(|r| u64::from(r.req.prompt)).sum::<u64>() / n) as u32;
+        let osl = (members.iter().map(|r| u64::from(r.req.output)).sum::<u64>() / n) as u32;
+        let step_ms = if ctx_tokens > 0 {
+            model.mixed_step_ms(ctx_tokens, decoding, isl, osl, 0)?
+        } else {
+            model.decode_step_ms(decoding, isl, osl)?
+        };
+        now += step_ms;
+        report.iterations += 1;
+        // Apply it: chunks advance prefills (the last chunk yields the first token), decodes
+        // add a token; finished requests leave.
+        for (r, chunk) in running.iter_mut().zip(&chunks) {
+            if r.generated > 0 {
+                r.generated += 1;
+            } else if *chunk > 0 {
+                r.prefilled += chunk;
+                if r.prefilled == r.req.prompt {
+                    r.generated = 1;
+                    r.first_token_ms = now;
+                    report.ttft_ms.push(now - r.req.arrival_ms);
+                }
+            }
+        }
+        running.retain(|r| {
+            let done = r.generated == r.req.output;
+            if done {
+                report.output_tokens += u64::from(r.req.output);
+                if r.req.output > 1 {
+                    report.tpot_ms.push((now - r.first_token_ms) / f64::from(r.req.output - 1));
+                }
+            }
+            !done
+        });
+    }
+    report.makespan_ms = now;
+    Ok(report)
+}
+
+/// Nearest-rank percentile (`p` in 0..=100) of unsorted values; NaN when empty.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn parse_args() -> std::result::Result<(PathBuf, SimConfig, usize), String> {
+    let mut spec = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/specs/qwen3-32b_h200_vllm_tp2.json"));
+    let (mut cfg, mut threads) = (SimConfig::default(), 2_usize);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+        match flag.as_str() {
+            "--spec" => spec = PathBuf::from(&value),
+            "--requests" => cfg.requests = value.parse().map_err(|e| bad(&e))?,
+            "--rate" => cfg.rate = value.parse().map_err(|e| bad(&e))?,
+            "--threads" => threads = value.parse().map_err(|e| bad(&e))?,
+            "--seed" => cfg.seed = value.parse().map_err(|e| bad(&e))?,
+            "--budget" => cfg.token_budget = value.parse().map_err(|e| bad(&e))?,
+            "--max-running" => cfg.max_running = value.parse().map_err(|e| bad(&e))?,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if cfg.requests == 0
+        || cfg.rate.is_nan()
+        || cfg.rate <= 0.0
+        || threads == 0
+        || cfg.max_running == 0
+        || cfg.token_budget == 0
+    {
+        return Err("--requests, --rate, --threads, --budget and --max-running must be positive".into());
+    }
+    Ok((spec, cfg, threads))
+}
+
+fn main() {
+    let (spec, cfg, threads) = parse_args().unwrap_or_else(|e| {
+        eprintln!("mocker: {e}");
+        std::process::exit(2);
+    });
+    let engine = Arc::new(Engine::from_spec_file(&spec, None).unwrap_or_else(|e| {
+        eprintln!("mocker: {e}");
+        std::process::exit(1);
+    }));
+    let trace = Arc::new(synthetic_trace(&cfg));
+    let ec = &engine.spec().engine;
+    println!(
+        "engine:   {} on {} / {} {} (tp{} pp{} dp{})",
+        ec.model_name,
+        ec.system_name,
+        ec.backend.as_str(),
+        ec.backend_version.as_deref().unwrap_or("?"),
+        ec.tp_size,
+        ec.pp_size,
+        ec.attention_dp_size
+    );
+    println!(
+        "workload: {} requests at {} req/s, seed {}, budget {} tokens/iteration, max {} running, {} thread(s)",
+        cfg.requests, cfg.rate, cfg.seed, cfg.token_budget, cfg.max_running, threads
+    );
+
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (engine, trace) = (Arc::clone(&engine), Arc::clone(&trace));
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let report = simulate(engine.as_ref(), &trace, &cfg);
+                (report, t0.elapsed().as_secs_f64())
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("simulation thread panicked")).collect();
+    let wall = start.elapsed().as_secs_f64();
+    let mut reports = Vec::new();
+    for (report, _) in &results {
+        match report {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                eprintln!("mocker: estimate failed: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let r = reports[0];
+    let row = |name: &str, v: &[f64]| {
+        println!(
+            "{name}  p50 {:9.2}  p90 {:9.2}  p99 {:9.2}",
+            percentile(v, 50.0),
+            percentile(v, 90.0),
+            percentile(v, 99.0)
+        );
+    };
+    row("TTFT ms", &r.ttft_ms);
+    row("TPOT ms", &r.tpot_ms);
+    let secs = r.makespan_ms / 1000.0;
+    println!(
+        "throughput: {:.1} output tokens/s, {:.2} requests/s over {:.1} s simulated, {} iterations",
+        r.output_tokens as f64 / secs,
+        cfg.requests as f64 / secs,
+        secs,
+        r.iterations
+    );
+    let per_thread: Vec<String> = results.iter().map(|(_, s)| format!("{:.0}", r.iterations as f64 / s)).collect();
+    println!(
+        "simulator speed: {:.0} iterations/s wall clock over {threads} thread(s) ({} per thread)",
+        (r.iterations * threads as u64) as f64 / wall,
+        per_thread.join(", ")
+    );
+    let identical = reports.iter().all(|x| *x == r);
+    println!(
+        "determinism: {threads} thread(s) sharing one Arc<Engine>: {}",
+        if identical { "all reports identical" } else { "REPORTS DIFFER" }
+    );
+    if !identical {
+        std::process::exit(1);
+    }
+}
