@@ -182,6 +182,8 @@ pub struct ScatteredSites {
 pub struct NeighbourOrder {
     n: u64,
     k: u64,
+    /// The site collected at exactly `(n, k)`, if any.
+    own: Option<usize>,
     order: Vec<(f64, usize)>,
 }
 
@@ -210,7 +212,8 @@ impl ScatteredSites {
             })
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        NeighbourOrder { n, k, order }
+        let own = self.site_index.get(&(n, k)).copied();
+        NeighbourOrder { n, k, own, order: if own.is_some() { Vec::new() } else { order } }
     }
 
     fn any_covers(&self, m: f64) -> bool {
@@ -221,8 +224,8 @@ impl ScatteredSites {
     /// collected, else the four nearest usable sites within the distance gate.
     pub fn lookup_ordered(&self, m: f64, order: &NeighbourOrder, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
         let (n, k) = (order.n, order.k);
-        if let Some(site) = self.site(n, k) {
-            return site.eval(m, sol).ok_or(Miss::NoAnchor);
+        if let Some(i) = order.own {
+            return self.sites[i].eval(m, sol).ok_or(Miss::NoAnchor);
         }
         if self.sites.is_empty() {
             return Err(Miss::EmptyTable);

@@ -79,17 +79,12 @@ fn empirical_slice<'t>(
 /// The slice a compiled attention op reads: the table and the chosen lane's grid.
 #[derive(Debug)]
 struct ResolvedSlice {
-    table: Arc<AttentionTable>,
-    lane: String,
-    key: SliceKey,
+    grid: Arc<Grid>,
 }
 
 impl ResolvedSlice {
     fn grid(&self) -> &Grid {
-        self.table
-            .select(std::slice::from_ref(&self.lane), &self.key)
-            .map(|(_, g)| g)
-            .expect("resolved slice exists in its lane")
+        &self.grid
     }
 }
 
@@ -101,8 +96,8 @@ fn resolve_slice(
     label: &str,
 ) -> Result<ResolvedSlice> {
     let table = table?;
-    let lane = match table.select(lane_order, &key) {
-        Some((lane, _)) => lane.to_string(),
+    let grid = match table.select(lane_order, &key) {
+        Some((_, grid)) => grid.clone(),
         None => {
             return Err(AicError::perf(format!(
                 "{what} attention data missing for {key}: tried lane_order {lane_order:?}, then fell \
@@ -111,7 +106,7 @@ fn resolve_slice(
             )))
         }
     };
-    Ok(ResolvedSlice { table, lane, key })
+    Ok(ResolvedSlice { grid })
 }
 
 /// Compiled `ContextAttention`.

@@ -64,7 +64,7 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
     };
     let empirical = || -> Result<OpValue> {
         let table = db.custom_allreduce()?;
-        let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
+        let curve = table.curve(quant, tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| allreduce_sol(db, e, n), tp, tp_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
         Ok(OpValue::new(ms, 0.0, Source::Empirical))
@@ -74,7 +74,7 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
     }
     let silicon = || -> Result<OpValue> {
         let table = db.custom_allreduce()?;
-        let curve = table.curve(quant.as_str(), tp_eff).ok_or_else(missing)?;
+        let curve = table.curve(quant, tp_eff).ok_or_else(missing)?;
         table_curve(db, curve, elements, tp, per_node)
     };
     match silicon() {
@@ -107,9 +107,9 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
             return Ok(OpValue::zero(Source::Empirical));
         }
         let table = db.nccl()?;
-        let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(|| not_implemented(&[elements]))?;
+        let cap = table.max_gpus(dtype, operation).ok_or_else(|| not_implemented(&[elements]))?;
         let n_eff = gpus.min(cap);
-        let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
+        let curve = table.curve(dtype, operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| nccl_sol(db, dtype, operation, e, n), gpus, n_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
         Ok(OpValue::new(ms, 0.0, Source::Empirical))
@@ -119,9 +119,9 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
     }
     let silicon = || -> Result<OpValue> {
         let table = db.nccl()?;
-        let cap = table.max_gpus(dtype.as_str(), operation).ok_or_else(oneccl)?;
+        let cap = table.max_gpus(dtype, operation).ok_or_else(oneccl)?;
         let n_eff = gpus.min(cap);
-        let curve = table.curve(dtype.as_str(), operation, n_eff).ok_or_else(oneccl)?;
+        let curve = table.curve(dtype, operation, n_eff).ok_or_else(oneccl)?;
         table_curve(db, curve, elements, gpus, cap)
     };
     match silicon() {

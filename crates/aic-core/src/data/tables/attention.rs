@@ -4,6 +4,7 @@
 //! Generation rows are raised to their SOL at load.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::data::sources::SourceResolver;
 use crate::data::system::SystemSpec;
@@ -60,7 +61,7 @@ impl std::fmt::Display for SliceKey {
 pub struct Lane {
     /// The `kernel_source` value (`default` for rows without one).
     pub name: String,
-    slices: HashMap<SliceKey, Grid>,
+    slices: HashMap<SliceKey, Arc<Grid>>,
 }
 
 /// An attention table: lanes in first-seen order.
@@ -193,7 +194,7 @@ impl AttentionTable {
             .into_iter()
             .map(|(name, slices)| Lane {
                 name,
-                slices: slices.into_iter().map(|(k, b)| (k, b.build(sqrt_axis))).collect(),
+                slices: slices.into_iter().map(|(k, b)| (k, Arc::new(b.build(sqrt_axis)))).collect(),
             })
             .collect();
         Ok(AttentionTable { kind, lanes })
@@ -225,7 +226,7 @@ impl AttentionTable {
 
     /// The slice answering a query: the first lane of `lane_order` holding the key, else the
     /// first table lane (first-seen order) holding it. Returns the lane name and the grid.
-    pub fn select(&self, lane_order: &[String], key: &SliceKey) -> Option<(&str, &Grid)> {
+    pub fn select(&self, lane_order: &[String], key: &SliceKey) -> Option<(&str, &Arc<Grid>)> {
         for wanted in lane_order {
             if let Some(lane) = self.lanes.iter().find(|l| &l.name == wanted) {
                 if let Some(g) = lane.slices.get(key) {

@@ -7,13 +7,14 @@ use std::collections::HashMap;
 use crate::data::sources::SourceResolver;
 use crate::error::{AicError, Result};
 use crate::lookup::{Grid, GridBuilder, Leaf};
+use crate::spec::CommQuant;
 
 use super::{no_rows_message, passes_filter, read_sources, to_u64};
 
-/// Custom all-reduce curves keyed by (comm quant, GPUs); every row is stored as `half`.
+/// Custom all-reduce curves keyed by GPUs; every row is stored under comm quant `half`.
 #[derive(Debug)]
 pub struct CustomAllReduceTable {
-    curves: HashMap<(String, u64), Grid>,
+    curves: HashMap<u64, Grid>,
 }
 
 fn is_eager(value: Option<&str>) -> bool {
@@ -28,7 +29,7 @@ impl CustomAllReduceTable {
             &sources,
             &["num_gpus", "message_size", "latency", "power", "kernel_source", "backend"],
         )?;
-        let mut builders: HashMap<(String, u64), GridBuilder> = HashMap::new();
+        let mut builders: HashMap<u64, GridBuilder> = HashMap::new();
         let mut rows = 0usize;
         for (table, filter) in &tables {
             let keep_eager = table.path.components().any(|c| c.as_os_str() == "b60");
@@ -46,7 +47,7 @@ impl CustomAllReduceTable {
                 if !keep_eager && (is_eager(ks) || is_eager(backend.map(|c| c[i].as_str()))) {
                     continue;
                 }
-                let key = ("half".to_string(), to_u64(gpus[i], "num_gpus", table)?);
+                let key = to_u64(gpus[i], "num_gpus", table)?;
                 let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
                 let grid = builders.entry(key).or_insert_with(|| GridBuilder::new(1));
                 if grid.insert(vec![to_u64(size[i], "message_size", table)?], leaf) {
@@ -62,17 +63,20 @@ impl CustomAllReduceTable {
         })
     }
 
-    /// The curve of `(quant, gpus)`.
-    pub fn curve(&self, quant: &str, gpus: u64) -> Option<&Grid> {
-        self.curves.get(&(quant.to_string(), gpus))
+    /// The curve of `(quant, gpus)` (only `half` has rows).
+    pub fn curve(&self, quant: CommQuant, gpus: u64) -> Option<&Grid> {
+        if quant == CommQuant::Half {
+            self.curves.get(&gpus)
+        } else {
+            None
+        }
     }
 }
 
 /// NCCL collective curves keyed by (dtype, operation, GPUs).
 #[derive(Debug)]
 pub struct NcclTable {
-    curves: HashMap<(String, String, u64), Grid>,
-    max_gpus: HashMap<(String, String), u64>,
+    curves: Vec<(CommQuant, String, u64, Grid)>,
 }
 
 impl NcclTable {
@@ -87,7 +91,7 @@ impl NcclTable {
             &sources,
             &["nccl_dtype", "op_name", "num_gpus", "message_size", "latency", "power"],
         )?;
-        let mut builders: HashMap<(String, String, u64), GridBuilder> = HashMap::new();
+        let mut builders: HashMap<(CommQuant, String, u64), GridBuilder> = HashMap::new();
         let mut rows = 0usize;
         for (table, _) in &tables {
             let dtype = table.str("nccl_dtype")?;
@@ -97,7 +101,8 @@ impl NcclTable {
             let latency = table.float("latency")?;
             let power = table.opt_float("power")?;
             for i in 0..table.num_rows {
-                let key = (dtype[i].clone(), op[i].clone(), to_u64(gpus[i], "num_gpus", table)?);
+                let Some(dt) = CommQuant::parse(&dtype[i]) else { continue };
+                let key = (dt, op[i].clone(), to_u64(gpus[i], "num_gpus", table)?);
                 let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
                 let grid = builders.entry(key).or_insert_with(|| GridBuilder::new(1));
                 if grid.insert(vec![to_u64(size[i], "message_size", table)?], leaf) {
@@ -108,24 +113,19 @@ impl NcclTable {
         if rows == 0 {
             return Err(no_rows_message("NCCL", &sources));
         }
-        let mut max_gpus: HashMap<(String, String), u64> = HashMap::new();
-        for (d, o, n) in builders.keys() {
-            let e = max_gpus.entry((d.clone(), o.clone())).or_insert(0);
-            *e = (*e).max(*n);
-        }
-        Ok(NcclTable {
-            curves: builders.into_iter().map(|(k, b)| (k, b.build(None))).collect(),
-            max_gpus,
-        })
+        let mut curves: Vec<(CommQuant, String, u64, Grid)> =
+            builders.into_iter().map(|((d, o, n), b)| (d, o, n, b.build(None))).collect();
+        curves.sort_by(|a, b| (a.0.as_str(), &a.1, a.2).cmp(&(b.0.as_str(), &b.1, b.2)));
+        Ok(NcclTable { curves })
     }
 
     /// The curve of `(dtype, operation, gpus)`.
-    pub fn curve(&self, dtype: &str, operation: &str, gpus: u64) -> Option<&Grid> {
-        self.curves.get(&(dtype.to_string(), operation.to_string(), gpus))
+    pub fn curve(&self, dtype: CommQuant, operation: &str, gpus: u64) -> Option<&Grid> {
+        self.curves.iter().find(|c| c.0 == dtype && c.2 == gpus && c.1 == operation).map(|c| &c.3)
     }
 
     /// The largest GPU count collected for `(dtype, operation)`.
-    pub fn max_gpus(&self, dtype: &str, operation: &str) -> Option<u64> {
-        self.max_gpus.get(&(dtype.to_string(), operation.to_string())).copied()
+    pub fn max_gpus(&self, dtype: CommQuant, operation: &str) -> Option<u64> {
+        self.curves.iter().filter(|c| c.0 == dtype && c.1 == operation).map(|c| c.2).max()
     }
 }

@@ -1,0 +1,553 @@
+//! The PyO3 module `aic._aic`: `AicEngine`, a few data helpers and the exception classes.
+//!
+//! Bindings only. Every estimate runs in `aic_core` with the GIL released, behind
+//! [`guarded`], so a core error becomes the matching Python exception and a panic becomes a
+//! `RuntimeError` instead of unwinding into the interpreter. Integer arguments are `u32` at
+//! the boundary: PyO3's extraction raises `OverflowError` for a negative value or one of
+//! 2^32 or more before anything runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use aic_core::data::lanes::{attention_lane_order as core_lane_order, AttentionPhase};
+use aic_core::data::system::SystemSpec;
+use aic_core::data::versions::resolve_backend_version as core_resolve_version;
+use aic_core::{Backend, Engine, EngineSpec, OpResult, RunMode, StaticRun};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::errors::{
+    guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
+};
+
+/// One per-op row as Python sees it: `(name, latency_ms, energy_wms, source)`.
+type OpRow = (String, f64, f64, &'static str);
+
+fn op_rows(ops: Vec<OpResult>) -> Vec<OpRow> {
+    ops.into_iter()
+        .map(|o| (o.name, o.latency_ms, o.energy_wms, o.source.as_str()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the shipped data is
+
+static PACKAGED_REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// `<folder>/data/systems` if it is a directory.
+fn systems_under(folder: &Path) -> Option<PathBuf> {
+    let dir = folder.join("data").join("systems");
+    dir.is_dir().then_some(dir)
+}
+
+/// The `aic/data/systems` folder next to this extension module (the wheel layout; in a source
+/// checkout `py_compile_engine/aic/data` links to the repo's `data/`). Found through the
+/// module's own `__file__` or, while the module is still being imported, the `aic` package's
+/// `__path__`.
+fn packaged_systems_dir(py: Python<'_>) -> Option<PathBuf> {
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    if let Ok(module) = modules.get_item("aic._aic") {
+        if let Ok(file) = module
+            .getattr("__file__")
+            .and_then(|f| f.extract::<PathBuf>())
+        {
+            if let Some(dir) = file.parent().and_then(systems_under) {
+                return Some(dir);
+            }
+        }
+    }
+    let package = modules.get_item("aic").ok()?;
+    let paths = package.getattr("__path__").ok()?;
+    for entry in paths.try_iter().ok()? {
+        if let Ok(folder) = entry.and_then(|e| e.extract::<PathBuf>()) {
+            if let Some(dir) = systems_under(&folder) {
+                return Some(dir);
+            }
+        }
+    }
+    None
+}
+
+/// Registers the packaged data as the core's default systems folder (once per process).
+/// `AIC_SYSTEMS_PATH` still takes precedence: the core checks it first.
+fn register_packaged_data(py: Python<'_>) {
+    if PACKAGED_REGISTERED.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(dir) = packaged_systems_dir(py) {
+        aic_core::data::set_default_systems_path(dir);
+        PACKAGED_REGISTERED.store(true, Ordering::Release);
+    }
+}
+
+/// The systems folder to use for a helper: the argument, else the default.
+fn systems_root(py: Python<'_>, systems_path: Option<PathBuf>) -> PyResult<PathBuf> {
+    if let Some(p) = systems_path {
+        return Ok(p);
+    }
+    register_packaged_data(py);
+    aic_core::data::default_systems_path().ok_or_else(|| {
+        PyValueError::new_err(
+            "no systems folder: pass systems_path, set AIC_SYSTEMS_PATH, or install the aic \
+             package with its shipped data",
+        )
+    })
+}
+
+fn path_to_string(path: PathBuf) -> String {
+    path.into_os_string()
+        .into_string()
+        .unwrap_or_else(|os| os.to_string_lossy().into_owned())
+}
+
+// ---------------------------------------------------------------------------------------------
+// AicEngine
+
+/// A compiled engine: one spec bound to its perf tables.
+///
+/// Build it with `AicEngine.from_spec(spec_bytes, systems_path=None)`. It is immutable and
+/// safe to share between threads; every estimate releases the GIL.
+#[pyclass(frozen, module = "aic._aic", name = "AicEngine")]
+pub struct AicEngine {
+    inner: Engine,
+}
+
+impl AicEngine {
+    /// Runs `f` on the engine with the GIL released, errors and panics mapped to Python.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Engine) -> aic_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        let engine = &self.inner;
+        py.detach(|| guarded(|| f(engine))).map_err(PyErr::from)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[pymethods]
+impl AicEngine {
+    /// Builds an engine from a compiled spec (binary wire form or spec JSON, as bytes).
+    ///
+    /// The systems folder is the spec's own `systems_path`, else `systems_path`, else the
+    /// default (`AIC_SYSTEMS_PATH`, then the data shipped in the package, then the source
+    /// checkout's `data/systems`).
+    #[staticmethod]
+    #[pyo3(signature = (spec_bytes, systems_path=None))]
+    fn from_spec(
+        py: Python<'_>,
+        spec_bytes: PyBackedBytes,
+        systems_path: Option<PathBuf>,
+    ) -> PyResult<AicEngine> {
+        if systems_path.is_none() {
+            register_packaged_data(py);
+        }
+        let bytes: &[u8] = &spec_bytes;
+        let root = systems_path.as_deref();
+        let inner = py
+            .detach(|| guarded(|| Engine::from_spec_bytes(bytes, root)))
+            .map_err(PyErr::from)?;
+        Ok(AicEngine { inner })
+    }
+
+    /// Context-phase (prefill) time of a batch, ms. `isl` includes the cached `prefix`.
+    #[pyo3(signature = (bs, isl, prefix=0))]
+    fn predict_prefill_latency(
+        &self,
+        py: Python<'_>,
+        bs: u32,
+        isl: u32,
+        prefix: u32,
+    ) -> PyResult<f64> {
+        self.run(py, |e| e.prefill_latency_ms(bs, isl, prefix))
+    }
+
+    /// Generation-phase time to produce `osl` tokens after the prefill (`osl − 1` steps), ms.
+    #[pyo3(signature = (bs, isl, osl=2))]
+    fn predict_decode_latency(&self, py: Python<'_>, bs: u32, isl: u32, osl: u32) -> PyResult<f64> {
+        self.run(py, |e| e.decode_latency_ms(bs, isl, osl))
+    }
+
+    /// Time of one iteration mixing `ctx_tokens` prefill tokens and `gen_tokens` decodes, ms.
+    #[pyo3(signature = (
+        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
+    ))]
+    fn mixed_step_latency(
+        &self,
+        py: Python<'_>,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        gen_seq_imbalance_correction_scale: f64,
+    ) -> PyResult<f64> {
+        self.run(py, |e| {
+            e.mixed_step_latency_ms(
+                ctx_tokens,
+                gen_tokens,
+                isl,
+                osl,
+                prefix,
+                seq_imbalance_correction_scale,
+                gen_seq_imbalance_correction_scale,
+            )
+        })
+    }
+
+    /// The four parts of `mixed_step_latency` (same arguments), as a list of floats.
+    #[pyo3(signature = (
+        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
+    ))]
+    fn mixed_step_breakdown(
+        &self,
+        py: Python<'_>,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        gen_seq_imbalance_correction_scale: f64,
+    ) -> PyResult<Vec<f64>> {
+        let parts = self.run(py, |e| {
+            e.mixed_step_breakdown(
+                ctx_tokens,
+                gen_tokens,
+                isl,
+                osl,
+                prefix,
+                seq_imbalance_correction_scale,
+                gen_seq_imbalance_correction_scale,
+            )
+        })?;
+        Ok(parts.to_vec())
+    }
+
+    /// Time of one generation-only iteration with `gen_tokens` decoding requests, ms.
+    #[pyo3(signature = (gen_tokens, isl, osl, gen_seq_imbalance_correction_scale=1.0))]
+    fn decode_step_latency(
+        &self,
+        py: Python<'_>,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        gen_seq_imbalance_correction_scale: f64,
+    ) -> PyResult<f64> {
+        self.run(py, |e| {
+            e.decode_step_latency_ms(gen_tokens, isl, osl, gen_seq_imbalance_correction_scale)
+        })
+    }
+
+    /// A static run: `(context_ms, generation_ms, total_ms)`.
+    #[pyo3(signature = (
+        batch_size, beam_width, isl, osl, prefix=0,
+        seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0,
+        mode="static", stride=32
+    ))]
+    fn run_static(
+        &self,
+        py: Python<'_>,
+        batch_size: u32,
+        beam_width: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        gen_seq_imbalance_correction_scale: f64,
+        mode: &str,
+        stride: u32,
+    ) -> PyResult<(f64, f64, f64)> {
+        let run = static_run(
+            batch_size,
+            beam_width,
+            isl,
+            osl,
+            prefix,
+            seq_imbalance_correction_scale,
+            gen_seq_imbalance_correction_scale,
+            mode,
+            stride,
+        )?;
+        let r = self.run(py, |e| e.run_static(&run))?;
+        Ok((r.context_ms, r.generation_ms, r.total_ms))
+    }
+
+    /// A static run per op: `(context_rows, generation_rows)`, each row
+    /// `(name, latency_ms, energy_wms, source)`, folded by op name.
+    #[pyo3(signature = (
+        batch_size, beam_width, isl, osl, prefix=0,
+        seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0,
+        mode="static", stride=32
+    ))]
+    fn run_static_per_op(
+        &self,
+        py: Python<'_>,
+        batch_size: u32,
+        beam_width: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        gen_seq_imbalance_correction_scale: f64,
+        mode: &str,
+        stride: u32,
+    ) -> PyResult<(Vec<OpRow>, Vec<OpRow>)> {
+        let run = static_run(
+            batch_size,
+            beam_width,
+            isl,
+            osl,
+            prefix,
+            seq_imbalance_correction_scale,
+            gen_seq_imbalance_correction_scale,
+            mode,
+            stride,
+        )?;
+        let (context, generation) = self.run(py, |e| e.run_static_per_op(&run))?;
+        Ok((op_rows(context), op_rows(generation)))
+    }
+
+    /// Evaluates a JSON list of ops in one pass: rows `(name, latency_ms, energy_wms, source)`.
+    #[pyo3(signature = (
+        ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None
+    ))]
+    fn evaluate_ops_json(
+        &self,
+        py: Python<'_>,
+        ops_json: &str,
+        is_context: bool,
+        batch_size: u32,
+        s: u32,
+        prefix: u32,
+        imbalance_correction_scale: f64,
+        x: Option<u64>,
+    ) -> PyResult<Vec<OpRow>> {
+        let rows = self.run(py, |e| {
+            e.evaluate_ops_json(
+                ops_json,
+                is_context,
+                batch_size,
+                s,
+                prefix,
+                imbalance_correction_scale,
+                x,
+            )
+        })?;
+        Ok(op_rows(rows))
+    }
+
+    /// The spec this engine was built from, as JSON text.
+    fn spec_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.run(py, |e| Ok(e.spec().to_json()))
+    }
+
+    fn __repr__(&self) -> String {
+        let cfg = &self.inner.spec().engine;
+        let version = match cfg.backend_version.as_deref() {
+            Some(v) => py_str_repr(v),
+            None => "None".to_string(),
+        };
+        format!(
+            "AicEngine(model={}, system={}, backend={}, version={})",
+            py_str_repr(&cfg.model_name),
+            py_str_repr(&cfg.system_name),
+            py_str_repr(cfg.backend.as_str()),
+            version,
+        )
+    }
+}
+
+/// A Python-style single-quoted string literal (for `__repr__`).
+fn py_str_repr(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn static_run(
+    batch_size: u32,
+    beam_width: u32,
+    isl: u32,
+    osl: u32,
+    prefix: u32,
+    seq_scale: f64,
+    gen_scale: f64,
+    mode: &str,
+    stride: u32,
+) -> PyResult<StaticRun> {
+    let mode = guarded(|| RunMode::parse(mode)).map_err(PyErr::from)?;
+    Ok(StaticRun {
+        batch_size,
+        beam_width,
+        isl,
+        osl,
+        prefix,
+        seq_scale,
+        gen_scale,
+        mode,
+        stride,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module functions
+
+fn parse_backend(backend: &str) -> PyResult<Backend> {
+    guarded(|| Backend::parse(backend)).map_err(PyErr::from)
+}
+
+/// Resolves a requested backend version (an alias such as `"current"`/`"next"`, a literal, or
+/// `None` for the current slot) on a system: `(version, tolerate_dirless)`.
+#[pyfunction]
+#[pyo3(signature = (systems_path, system, backend, requested=None))]
+fn resolve_backend_version(
+    py: Python<'_>,
+    systems_path: Option<PathBuf>,
+    system: &str,
+    backend: &str,
+    requested: Option<&str>,
+) -> PyResult<(Option<String>, bool)> {
+    let root = systems_root(py, systems_path)?;
+    let backend = parse_backend(backend)?;
+    let resolved = py
+        .detach(|| {
+            guarded(|| {
+                let spec = SystemSpec::load(&root, system)?;
+                core_resolve_version(&root, &spec, backend, requested)
+            })
+        })
+        .map_err(PyErr::from)?;
+    Ok((resolved.version, resolved.tolerate_dirless))
+}
+
+/// The attention kernel-lane order for (system, backend, version) in one phase
+/// (`"context"` or `"generation"`).
+#[pyfunction]
+#[pyo3(signature = (
+    systems_path, system, backend, version, phase, enable_shared_layer=true, attention_backend=None
+))]
+#[allow(clippy::too_many_arguments)]
+fn attention_lane_order(
+    py: Python<'_>,
+    systems_path: Option<PathBuf>,
+    system: &str,
+    backend: &str,
+    version: &str,
+    phase: &str,
+    enable_shared_layer: bool,
+    attention_backend: Option<&str>,
+) -> PyResult<Vec<String>> {
+    let phase = match phase {
+        "context" => AttentionPhase::Context,
+        "generation" => AttentionPhase::Generation,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown attention phase {other:?}; expected \"context\" or \"generation\""
+            )))
+        }
+    };
+    let root = systems_root(py, systems_path)?;
+    let backend = parse_backend(backend)?;
+    py.detach(|| {
+        guarded(|| {
+            let spec = SystemSpec::load(&root, system)?;
+            core_lane_order(
+                &root,
+                &spec,
+                backend,
+                version,
+                phase,
+                enable_shared_layer,
+                attention_backend,
+            )
+        })
+    })
+    .map_err(PyErr::from)
+}
+
+/// Encodes spec JSON into the binary wire form that `AicEngine.from_spec` reads.
+#[pyfunction]
+fn encode_spec<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = py
+        .detach(|| guarded(|| EngineSpec::from_json(spec_json).map(|s| s.to_bytes())))
+        .map_err(PyErr::from)?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// Decodes a spec (binary wire form or JSON bytes) into spec JSON text.
+#[pyfunction]
+fn decode_spec(py: Python<'_>, spec_bytes: PyBackedBytes) -> PyResult<String> {
+    let bytes: &[u8] = &spec_bytes;
+    py.detach(|| guarded(|| EngineSpec::from_bytes(bytes).map(|s| s.to_json())))
+        .map_err(PyErr::from)
+}
+
+/// The systems folder used when none is given, or `None` if there is none: the environment
+/// variable `AIC_SYSTEMS_PATH`, else the data shipped in the package, else the source
+/// checkout's `data/systems`.
+#[pyfunction]
+fn default_systems_path(py: Python<'_>) -> Option<String> {
+    register_packaged_data(py);
+    aic_core::data::default_systems_path().map(path_to_string)
+}
+
+/// Registers everything on the module object.
+pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<AicEngine>()?;
+    m.add_function(wrap_pyfunction!(resolve_backend_version, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_lane_order, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(default_systems_path, m)?)?;
+    m.add(
+        "PerfDataNotAvailableError",
+        py.get_type::<PerfDataNotAvailableError>(),
+    )?;
+    m.add(
+        "EmpiricalNotImplementedError",
+        py.get_type::<EmpiricalNotImplementedError>(),
+    )?;
+    m.add(
+        "MissingSystemFlopsError",
+        py.get_type::<MissingSystemFlopsError>(),
+    )?;
+    let all = PyList::new(
+        py,
+        [
+            "AicEngine",
+            "PerfDataNotAvailableError",
+            "EmpiricalNotImplementedError",
+            "MissingSystemFlopsError",
+            "resolve_backend_version",
+            "attention_lane_order",
+            "encode_spec",
+            "decode_spec",
+            "default_systems_path",
+            "__version__",
+        ],
+    )?;
+    m.add("__all__", all)?;
+    // Best effort: while the package is being imported, `aic.__path__` already points at the
+    // package folder, so the shipped data can be registered right away.
+    register_packaged_data(py);
+    Ok(())
+}

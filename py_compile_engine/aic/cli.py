@@ -1,0 +1,419 @@
+"""``aic-compile``: compile specs, estimate latencies, per-op breakdowns, parity, data import."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import paths
+from .spec_builder import DATABASE_MODES
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _systems_path(ctx: click.Context, local: str | None) -> str | None:
+    """The subcommand's ``--systems-path``, else the group's; ``None`` lets the library apply its
+    default search (``AIC_SYSTEMS_PATH``, packaged data, source checkout)."""
+    if local:
+        return local
+    obj = ctx.find_root().obj or {}
+    return obj.get("systems_path")
+
+
+def _engine_systems_path(explicit: str | None) -> str:
+    try:
+        return str(paths.systems_path(explicit))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def model_options(require_model: bool = True):
+    """MODEL plus the deployment options of ``compile_engine``."""
+
+    def decorate(fn):
+        options = [
+            click.argument("model", required=require_model),
+            click.option("--system", "-s", help="System name, e.g. h200_sxm."),
+            click.option("--backend", "-b", help="trtllm, sglang or vllm."),
+            click.option("--backend-version", default=None,
+                         help="current (default), next, previous or a literal slot version."),
+            click.option("--tp", "tp_size", type=int, default=1, show_default=True,
+                         help="Tensor-parallel size."),
+            click.option("--pp", "pp_size", type=int, default=1, show_default=True,
+                         help="Pipeline-parallel size."),
+            click.option("--dp", "--attention-dp", "attention_dp_size", type=int, default=1,
+                         show_default=True, help="Attention data-parallel size."),
+            click.option("--moe-tp", "moe_tp_size", type=int, default=None, help="MoE TP size."),
+            click.option("--moe-ep", "moe_ep_size", type=int, default=None, help="MoE EP size."),
+            click.option("--gemm-quant", "gemm_quant_mode", default=None),
+            click.option("--moe-quant", "moe_quant_mode", default=None),
+            click.option("--kvcache-quant", "kvcache_quant_mode", default=None),
+            click.option("--fmha-quant", "fmha_quant_mode", default=None),
+            click.option("--comm-quant", "comm_quant_mode", default=None),
+            click.option("--nextn", type=int, default=0, show_default=True,
+                         help="MTP draft length."),
+            click.option("--kv-block-size", type=int, default=None),
+            click.option("--database-mode", type=click.Choice(DATABASE_MODES), default=None,
+                         help="Perf-database mode (default SILICON)."),
+            click.option("--attention-backend", default=None,
+                         help="Attention kernel override (sglang / vllm)."),
+            click.option("--systems-path", "local_systems_path", default=None,
+                         help="Systems root (overrides the global option / AIC_SYSTEMS_PATH)."),
+        ]
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+_COMPILE_KEYS = (
+    "backend_version", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+    "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
+    "comm_quant_mode", "nextn", "kv_block_size", "database_mode", "attention_backend",
+)
+
+
+def _compile_json(model, system, backend, systems_path, kwargs) -> str:
+    from .compile import compile_engine_json
+
+    if not system or not backend:
+        raise click.UsageError("--system and --backend are required to compile a model")
+    try:
+        return compile_engine_json(model, system, backend, systems_path=systems_path,
+                                   **{k: kwargs[k] for k in _COMPILE_KEYS})
+    except (ValueError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _load_engine(ctx, model, spec_file, kwargs):
+    """An AicEngine from ``--spec FILE`` or by compiling MODEL; returns (engine, spec_json|None)."""
+    from .compile import native
+
+    systems_path = _systems_path(ctx, kwargs.get("local_systems_path"))
+    try:
+        mod = native()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    if spec_file:
+        if model:
+            raise click.UsageError("give either MODEL or --spec, not both")
+        blob = Path(spec_file).read_bytes()
+        spec_json = None
+    else:
+        if not model:
+            raise click.UsageError("MODEL (or --spec FILE) is required")
+        spec_json = _compile_json(model, kwargs.get("system"), kwargs.get("backend"),
+                                  systems_path, kwargs)
+        blob = bytes(mod.encode_spec(spec_json))
+    try:
+        engine = mod.AicEngine.from_spec(blob, systems_path=_engine_systems_path(systems_path))
+    except Exception as exc:  # noqa: BLE001
+        raise click.ClickException(f"cannot load the engine: {exc}") from None
+    return engine, spec_json
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("--systems-path", default=None,
+              help=f"Systems root (default: ${paths.SYSTEMS_ENV}, else the packaged data, else "
+                   f"the source checkout's data/systems). Given explicitly, it is also recorded "
+                   f"in compiled specs.")
+@click.version_option(version=_version(), prog_name="aic-compile", message="%(prog)s %(version)s")
+@click.pass_context
+def main(ctx: click.Context, systems_path: str | None) -> None:
+    """aic front end: compile EngineSpecs and query the native engine."""
+    ctx.ensure_object(dict)
+    ctx.obj["systems_path"] = systems_path
+
+
+# ----------------------------------------------------------------------------------- compile
+
+
+@main.command("compile", context_settings=CONTEXT_SETTINGS)
+@model_options()
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Output file (default: <model-name>.aicspec, or .json with --json).")
+@click.option("--json", "as_json", is_flag=True, help="Write the spec JSON instead of binary.")
+@click.pass_context
+def compile_cmd(ctx, model, output, as_json, **kwargs):
+    """Compile MODEL (HF id of a shipped config, or a folder / config.json) into a spec file."""
+    systems_path = _systems_path(ctx, kwargs.get("local_systems_path"))
+    spec_json = _compile_json(model, kwargs["system"], kwargs["backend"], systems_path, kwargs)
+    if output is None:
+        stem = Path(str(model).rstrip("/")).name or "engine"
+        if stem == "config.json":
+            stem = Path(str(model)).parent.name or "engine"
+        output = f"{stem}.json" if as_json else f"{stem}.aicspec"
+    if as_json:
+        Path(output).write_text(spec_json + "\n", encoding="utf-8")
+    else:
+        from .compile import native
+
+        try:
+            blob = bytes(native().encode_spec(spec_json))
+        except Exception as exc:  # noqa: BLE001
+            raise click.ClickException(str(exc)) from None
+        Path(output).write_bytes(blob)
+    spec = json.loads(spec_json)
+    click.echo(
+        f"wrote {output}: {spec['engine']['model_name']} on {spec['engine']['system_name']} / "
+        f"{spec['engine']['backend']} {spec['engine']['backend_version']}, "
+        f"{len(spec['context_ops'])} context + {len(spec['generation_ops'])} generation ops"
+    )
+
+
+# ---------------------------------------------------------------------------------- estimate
+
+
+def _table(rows: list[tuple], headers: tuple, aligns: str) -> list[str]:
+    cells = [tuple(str(c) for c in headers)] + [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def fmt(row):
+        parts = []
+        for i, text in enumerate(row):
+            parts.append(text.ljust(widths[i]) if aligns[i] == "l" else text.rjust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    out = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [fmt(r) for r in cells[1:]]
+    return out
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None:
+        return "error"
+    return f"{value:,.{digits}f}"
+
+
+@main.command("estimate", context_settings=CONTEXT_SETTINGS)
+@model_options(require_model=False)
+@click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Use a compiled spec file instead of compiling MODEL.")
+@click.option("--batch", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Concurrent requests.")
+@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True,
+              help="Input length (incl. prefix).")
+@click.option("--osl", type=click.IntRange(min=1), default=128, show_default=True,
+              help="Output length.")
+@click.option("--prefix", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Cached prefix tokens per request.")
+@click.option("--ctx-tokens", type=click.IntRange(min=0), default=None,
+              help="Prefill tokens in the mixed step (default: isl).")
+@click.option("--gen-tokens", type=click.IntRange(min=0), default=None,
+              help="Decoding requests in the mixed / decode step (default: batch).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def estimate_cmd(ctx, model, spec_file, batch, isl, osl, prefix, ctx_tokens, gen_tokens, as_json,
+                 **kwargs):
+    """Latencies and throughput for one batch shape."""
+    engine, _ = _load_engine(ctx, model, spec_file, kwargs)
+    ctx_tokens = isl if ctx_tokens is None else ctx_tokens
+    gen_tokens = batch if gen_tokens is None else gen_tokens
+    errors: dict[str, str] = {}
+
+    def attempt(key, fn, *args):
+        try:
+            return float(fn(*args))
+        except Exception as exc:  # noqa: BLE001 - reported per metric
+            errors[key] = f"{type(exc).__name__}: {exc}"
+            return None
+
+    ttft = attempt("ttft_ms", engine.predict_prefill_latency, batch, isl, prefix)
+    decode_total = attempt("decode_ms", engine.predict_decode_latency, batch, isl, osl)
+    first_step = attempt("first_decode_step_ms", engine.predict_decode_latency, batch, isl, 2)
+    if osl > 1:
+        tpot = None if decode_total is None else decode_total / (osl - 1)
+    else:
+        tpot = first_step
+    decode_step = attempt("decode_step_ms", engine.decode_step_latency, gen_tokens, isl, osl)
+    mixed = attempt("mixed_step_ms", engine.mixed_step_latency, ctx_tokens, gen_tokens, isl, osl,
+                    prefix)
+
+    def rate(tokens, ms):
+        return None if ms is None or ms <= 0 else tokens * 1000.0 / ms
+
+    e2e = None if ttft is None or decode_total is None else ttft + decode_total
+    result = {
+        "batch": batch, "isl": isl, "osl": osl, "prefix": prefix,
+        "ctx_tokens": ctx_tokens, "gen_tokens": gen_tokens,
+        "ttft_ms": ttft, "tpot_ms": tpot, "first_decode_step_ms": first_step,
+        "decode_ms": decode_total, "e2e_ms": e2e,
+        "decode_step_ms": decode_step, "mixed_step_ms": mixed,
+        "prefill_tokens_per_s": rate(batch * (isl - prefix), ttft),
+        "decode_tokens_per_s": rate(batch, tpot),
+        "tokens_per_s_per_user": rate(1, tpot),
+        "output_tokens_per_s": rate(batch * osl, e2e),
+        "decode_step_tokens_per_s": rate(gen_tokens, decode_step),
+        "mixed_step_tokens_per_s": rate(ctx_tokens + gen_tokens, mixed),
+        "errors": errors,
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        rows = [
+            ("TTFT (prefill)", _num(ttft), "ms"),
+            ("TPOT (mean decode step)", _num(tpot), "ms"),
+            ("first decode step", _num(first_step), "ms"),
+            (f"decode total ({osl} tokens)", _num(decode_total), "ms"),
+            ("end to end", _num(e2e), "ms"),
+            (f"decode step ({gen_tokens} requests)", _num(decode_step), "ms"),
+            (f"mixed step ({ctx_tokens} ctx + {gen_tokens} gen)", _num(mixed), "ms"),
+            ("prefill throughput", _num(result["prefill_tokens_per_s"], 1), "tokens/s"),
+            ("decode throughput", _num(result["decode_tokens_per_s"], 1), "tokens/s"),
+            ("per-user decode speed", _num(result["tokens_per_s_per_user"], 1), "tokens/s"),
+            ("output throughput (end to end)", _num(result["output_tokens_per_s"], 1), "tokens/s"),
+            ("mixed-step throughput", _num(result["mixed_step_tokens_per_s"], 1), "tokens/s"),
+        ]
+        click.echo(f"batch {batch}, isl {isl}, osl {osl}, prefix {prefix}")
+        for line in _table(rows, ("metric", "value", "unit"), "lrl"):
+            click.echo(line)
+        for key, message in errors.items():
+            click.echo(f"error in {key}: {message}", err=True)
+    if errors:
+        ctx.exit(1)
+
+
+# --------------------------------------------------------------------------------- breakdown
+
+
+@main.command("breakdown", context_settings=CONTEXT_SETTINGS)
+@model_options(require_model=False)
+@click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Use a compiled spec file instead of compiling MODEL.")
+@click.option("--batch", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--osl", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--prefix", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--beam", "beam_width", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--mode", type=click.Choice(["static", "static_ctx", "static_gen"]),
+              default="static", show_default=True)
+@click.option("--stride", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def breakdown_cmd(ctx, model, spec_file, batch, isl, osl, prefix, beam_width, mode, stride,
+                  as_json, **kwargs):
+    """Per-op latencies of a static run (context pass + whole decode), sorted by latency."""
+    engine, _ = _load_engine(ctx, model, spec_file, kwargs)
+    try:
+        ctx_ops, gen_ops = engine.run_static_per_op(batch, beam_width, isl, osl, prefix, 1.0, 1.0,
+                                                    mode, stride)
+    except Exception as exc:  # noqa: BLE001
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    sections = {}
+    for phase, entries in (("context", ctx_ops), ("generation", gen_ops)):
+        entries = [
+            {"name": e[0], "latency_ms": float(e[1]), "energy_wms": float(e[2]), "source": e[3]}
+            for e in entries
+        ]
+        total = sum(e["latency_ms"] for e in entries)
+        for e in entries:
+            e["share"] = e["latency_ms"] / total if total > 0 else 0.0
+        entries.sort(key=lambda e: -e["latency_ms"])
+        sections[phase] = {"total_ms": total, "ops": entries}
+    grand = sections["context"]["total_ms"] + sections["generation"]["total_ms"]
+    if as_json:
+        click.echo(json.dumps({"batch": batch, "isl": isl, "osl": osl, "prefix": prefix,
+                               "beam_width": beam_width, "mode": mode, "stride": stride,
+                               **sections, "total_ms": grand}, indent=2))
+        return
+    click.echo(f"batch {batch}, beam {beam_width}, isl {isl}, osl {osl}, prefix {prefix}, "
+               f"mode {mode}, stride {stride}")
+    for phase in ("context", "generation"):
+        sec = sections[phase]
+        click.echo("")
+        click.echo(f"{phase}: {sec['total_ms']:,.4f} ms")
+        rows = [(e["name"], f"{e['latency_ms']:,.4f}", f"{100 * e['share']:.1f}%",
+                 f"{e['energy_wms']:,.3f}", e["source"]) for e in sec["ops"]]
+        for line in _table(rows, ("op", "latency_ms", "share", "energy_wms", "source"), "lrrrl"):
+            click.echo("  " + line)
+    click.echo("")
+    click.echo(f"total: {grand:,.4f} ms")
+
+
+# ------------------------------------------------------------------------------------ parity
+
+
+@main.command("parity", context_settings=CONTEXT_SETTINGS)
+@click.option("--goldens", "goldens_dir", type=click.Path(exists=True), required=True,
+              help="Folder of golden *.json files (or one file).")
+@click.option("--family", default=None,
+              help="Only cases whose family is this (dense, moe, mla, edge).")
+@click.option("--model-family", default=None,
+              help="Only cases of this reference family label (LLAMA, MOE, DEEPSEEK).")
+@click.option("--case", "case_substr", default=None, help="Only case ids containing this.")
+@click.option("--rtol", type=float, default=1e-9, show_default=True,
+              help="Relative tolerance of the query answers.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as one JSON line (the summary line still comes last).")
+@click.option("--systems-path", "local_systems_path", default=None)
+@click.pass_context
+def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_json,
+               local_systems_path):
+    """Compare compile output and engine answers with the golden corpus.
+
+    The last line is exactly `N passed, M failed`; the exit status is 1 on any failure.
+    """
+    from . import parity
+
+    systems_path = _systems_path(ctx, local_systems_path)
+    try:
+        cases = parity.select_cases(parity.load_cases(goldens_dir), family, case_substr,
+                                    model_family)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    progress = None
+    if sys.stdout.isatty() and not as_json:
+        progress = functools.partial(click.progressbar, label="parity", file=sys.stderr,
+                                     item_show_func=lambda c: c["id"] if c else "")
+    report = parity.run_parity(cases, rtol=rtol, systems_path=systems_path, progress=progress)
+    if as_json:
+        click.echo(json.dumps(report.to_json()))
+        click.echo(report.summary_line())
+    else:
+        for line in parity.format_report(report):
+            click.echo(line)
+    if report.failed or not report.checks:
+        ctx.exit(1)
+
+
+# -------------------------------------------------------------------------------------- data
+
+
+@main.group("data", context_settings=CONTEXT_SETTINGS)
+def data_group():
+    """Manage the vendored perf data."""
+
+
+@data_group.command("import", context_settings=CONTEXT_SETTINGS)
+@click.argument("src", type=click.Path(exists=True, file_okay=False))
+@click.option("--dest", type=click.Path(file_okay=False), default=None,
+              help="Destination data folder (default: <repo>/data).")
+def data_import_cmd(src, dest):
+    """Re-create data/systems and data/model_configs from SRC and write data/SHA256SUMS.
+
+    SRC is an aic-data folder (systems/ + model_configs/) or an installed reference's systems/
+    folder (model_configs/ beside it is used when present).
+    """
+    from .data_import import import_data
+
+    try:
+        summary = import_data(src, dest)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"imported {summary.files} files ({', '.join(summary.trees)}) into {summary.dest}"
+               f"{'; NOTICE copied' if summary.notice else ''}; wrote {summary.checksums.name}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,22 @@
+"""Front-end exception classes. Every front-end error is a ``ValueError`` subclass."""
+
+from __future__ import annotations
+
+
+class UnsupportedArchitectureError(ValueError):
+    """The model's architecture cannot be compiled by aic.
+
+    ``known_to_reference`` is true when the reference supports the architecture but aic does not
+    implement its family yet (as opposed to an architecture nobody supports).
+    """
+
+    def __init__(self, message: str, architecture: str, known_to_reference: bool):
+        super().__init__(message)
+        self.architecture = architecture
+        self.known_to_reference = known_to_reference
+
+
+class HeadDivisibilityError(ValueError):
+    """``num_heads % tp_size != 0``. The reference raises ``AssertionError`` with the same text."""
+
+    reference_class = "AssertionError"

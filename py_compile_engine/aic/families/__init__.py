@@ -1,0 +1,138 @@
+"""Model families: HF architecture -> family label -> op-list builder.
+
+A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` where ``model`` is a
+:class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
+adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
+LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import UnsupportedArchitectureError
+
+#: The reference's family label for every architecture it accepts (spec 30 §0 and §12).
+FAMILY_BY_ARCH: dict[str, str] = {
+    # priority 1: dense GQA
+    "LlamaForCausalLM": "LLAMA",
+    "Qwen2ForCausalLM": "LLAMA",
+    "Qwen3ForCausalLM": "LLAMA",
+    "MiMoForCausalLM": "LLAMA",
+    # priority 2: GQA attention + routed MoE
+    "MixtralForCausalLM": "MOE",
+    "Qwen2MoeForCausalLM": "MOE",
+    "Qwen3MoeForCausalLM": "MOE",
+    "MiniMaxM2ForCausalLM": "MOE",
+    "GptOssForCausalLM": "MOE",
+    # priority 3: MLA + MoE + shared expert
+    "DeepSeekForCausalLM": "DEEPSEEK",
+    "DeepseekV3ForCausalLM": "DEEPSEEK",
+    "KimiK25ForConditionalGeneration": "KIMIK25",
+    # other families (spec 30 §12)
+    "Qwen3VLForConditionalGeneration": "QWEN3VL",
+    "Qwen3VLMoeForConditionalGeneration": "QWEN3VL_MOE",
+    "DeciLMForCausalLM": "NEMOTRONNAS",
+    "NemotronForCausalLM": "NEMOTRONNAS",
+    "NemotronHForCausalLM": "NEMOTRONH",
+    "MiMoV2FlashForCausalLM": "HYBRIDMOE",
+    "Llama4ForConditionalGeneration": "HYBRIDMOE",
+    "Qwen3_5ForConditionalGeneration": "QWEN35",
+    "Qwen3_5MoeForConditionalGeneration": "QWEN35",
+    "Gemma4ForConditionalGeneration": "GEMMA4MIX",
+    "DeepseekV32ForCausalLM": "DEEPSEEKV32",
+    "GlmMoeDsaForCausalLM": "DEEPSEEKV32",
+    "DeepseekV4ForCausalLM": "DEEPSEEKV4",
+    "KimiK3ForConditionalGeneration": "KIMIK3",
+    "MiniMaxM3ForCausalLM": "MINIMAXM3",
+    "MiniMaxM3SparseForConditionalGeneration": "MINIMAXM3",
+    "Step3p7ForConditionalGeneration": "STEP3P7",
+    "Step3p5ForCausalLM": "STEP3P7",
+    "Step3p7FlashForCausalLM": "STEP3P7",
+    "Step3p5FlashForCausalLM": "STEP3P7",
+}
+
+#: Architectures whose text model is nested under a sub-config (spec 30 §2.3, §12).
+NESTED_TEXT_KEY: dict[str, str] = {
+    "KimiK25ForConditionalGeneration": "text_config",
+    "Qwen3VLForConditionalGeneration": "text_config",
+    "Qwen3VLMoeForConditionalGeneration": "text_config",
+    "Llama4ForConditionalGeneration": "text_config",
+    "Qwen3_5ForConditionalGeneration": "text_config",
+    "Qwen3_5MoeForConditionalGeneration": "text_config",
+    "Gemma4ForConditionalGeneration": "text_config",
+    "KimiK3ForConditionalGeneration": "text_config",
+    "MiniMaxM3SparseForConditionalGeneration": "text_config",
+    "Step3p7ForConditionalGeneration": "text_config",
+    "Step3p7FlashForCausalLM": "text_config",
+}
+
+#: ``use_qk_norm`` is not read from the config: it is true for exactly these (spec 30 §2.3).
+QK_NORM_ARCHS = frozenset({"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM"})
+
+#: MoE families (the MoE parallel rules of spec 30 §4 apply to them).
+MOE_FAMILIES = frozenset(
+    {"MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL_MOE", "HYBRIDMOE", "QWEN35", "GEMMA4MIX", "DEEPSEEKV32",
+     "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7"}
+)
+
+#: Families aic can build, and the module implementing each.
+_BUILDERS: dict[str, str] = {
+    "LLAMA": "llama",
+    "MOE": "moe",
+    "DEEPSEEK": "deepseek",
+    "KIMIK25": "deepseek",
+}
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Deployment facts a family builder needs (already validated and resolved)."""
+
+    backend: str
+    tp_size: int
+    pp_size: int
+    attention_dp_size: int
+    moe_tp_size: int
+    moe_ep_size: int
+    nextn: int
+    gemm_quant_mode: str
+    moe_quant_mode: str
+    kvcache_quant_mode: str
+    fmha_quant_mode: str
+    comm_quant_mode: str
+    gemm_quant_explicit: bool = False
+
+
+def supported_architectures() -> list[str]:
+    """Architectures aic compiles, in the reference's table order."""
+    return [arch for arch, family in FAMILY_BY_ARCH.items() if family in _BUILDERS]
+
+
+def check_architecture(arch: str) -> str:
+    """Returns the family label of ``arch``; raises :class:`UnsupportedArchitectureError` when
+    aic cannot compile it."""
+    family = FAMILY_BY_ARCH.get(arch)
+    supported = ", ".join(supported_architectures())
+    if family is None:
+        raise UnsupportedArchitectureError(
+            f"The model's architecture {arch} is not supported. Supported architectures: {supported}",
+            arch,
+            known_to_reference=False,
+        )
+    if family not in _BUILDERS:
+        raise UnsupportedArchitectureError(
+            f"The model's architecture {arch} (family {family}) is not supported by aic yet. "
+            f"Supported architectures: {supported}",
+            arch,
+            known_to_reference=True,
+        )
+    return family
+
+
+def builder(family: str) -> Callable:
+    """The ``build`` function of a supported family."""
+    module = importlib.import_module(f"{__name__}.{_BUILDERS[family]}")
+    return module.build

@@ -1,0 +1,402 @@
+"""Reading a Hugging Face ``config.json`` into the fields the op builders use (spec 30 §2).
+
+Where the config comes from (spec 30 §2.1, goldens README §5.5):
+
+* ``model_path`` is an existing local folder: ``<dir>/config.json`` (+ optional
+  ``<dir>/hf_quant_config.json``);
+* ``model_path`` is an existing ``*.json`` file: that file (+ optional ``hf_quant_config.json`` beside it);
+* ``model_path`` is an HF id ``org/name`` whose config is shipped: ``<model_configs>/org--name_config.json``
+  (+ optional ``org--name_hf_quant_config.json``). This includes ids such as
+  ``mistralai/Mixtral-8x7B-v0.1`` that the reference only reaches through the Hub;
+* anything else is a ``ValueError`` (we never download).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .errors import UnsupportedArchitectureError
+from .families import FAMILY_BY_ARCH, NESTED_TEXT_KEY, QK_NORM_ARCHS, supported_architectures
+
+#: Configs the reference does not list among its built-in ids although it ships them; it reaches
+#: them through the local-directory path (goldens README §5.5).
+SHIPPED_NOT_BUILTIN = frozenset(
+    {
+        "mistralai/Mixtral-8x7B-v0.1",
+        "mistralai/Mixtral-8x22B-v0.1",
+        "moonshotai/Kimi-K2-Instruct",
+        "Qwen/Qwen3.5-122B-A10B",
+    }
+)
+
+_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+@dataclass
+class RawConfig:
+    """The JSON documents of one model, before parsing."""
+
+    config: dict
+    hf_quant_config: dict | None
+    source: str  # "builtin", "shipped-config-as-local-dir" or "local"
+    location: str  # where it was read from (for messages only)
+
+
+@dataclass
+class ModelConfig:
+    """The parsed fields of spec 30 §2.3 plus the checkpoint quant facts of §2.2."""
+
+    architecture: str
+    family: str
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    topk: int = 0
+    num_experts: int = 0
+    moe_intermediate_size: int = 0
+    use_qk_norm: bool = False
+    v_head_dim: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    # checkpoint quantization facts (spec 30 §2.2 step 3)
+    quant_algo: str | None = None
+    kv_cache_quant_algo: str | None = None
+    quant_dynamic: bool | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+    config_source: str = "builtin"
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"malformed JSON in {what} {path}: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {what} {path}: {exc}") from None
+
+
+def _read_pair(config_file: Path, quant_file: Path) -> tuple[dict, dict | None]:
+    config = _read_json(config_file, "model config")
+    if not isinstance(config, dict):
+        raise ValueError(
+            f"model config {config_file} must be a JSON object, got {type(config).__name__}"
+        )
+    quant = None
+    if quant_file.is_file():
+        quant = _read_json(quant_file, "hf_quant_config")
+        if not isinstance(quant, dict):
+            raise ValueError(
+                f"hf_quant_config {quant_file} must be a JSON object, got {type(quant).__name__}"
+            )
+    return config, quant
+
+
+def _looks_like_path(text: str) -> bool:
+    return (
+        text.endswith(".json")
+        or text.startswith((".", "/", "~"))
+        or text.count("/") > 1
+        or (os.sep != "/" and os.sep in text)
+    )
+
+
+def load_raw_config(model_path: str | os.PathLike, model_configs_path: str | None = None) -> RawConfig:
+    """Finds and reads the config documents for ``model_path`` (see the module docstring)."""
+    if not isinstance(model_path, (str, os.PathLike)) or os.fspath(model_path) == "":
+        raise ValueError(
+            f"model_path must be an HF id (org/name) or a local folder / config.json path, "
+            f"got {model_path!r}"
+        )
+    text = os.fspath(model_path)
+    local = Path(text)
+    if local.is_dir():
+        config_file = local / "config.json"
+        if not config_file.is_file():
+            raise ValueError(f"model folder {text!r} has no config.json")
+        config, quant = _read_pair(config_file, local / "hf_quant_config.json")
+        return RawConfig(config, quant, "local", str(config_file))
+    if local.is_file():
+        if local.suffix.lower() != ".json":
+            raise ValueError(f"model path {text!r} is a file but not a config.json")
+        config, quant = _read_pair(local, local.parent / "hf_quant_config.json")
+        return RawConfig(config, quant, "local", str(local))
+    root = paths.model_configs_path(model_configs_path)
+    if _HF_ID.match(text) and ".." not in text:
+        stem = text.replace("/", "--")
+        config_file = root / f"{stem}_config.json"
+        if config_file.is_file():
+            config, quant = _read_pair(config_file, root / f"{stem}_hf_quant_config.json")
+            source = "shipped-config-as-local-dir" if text in SHIPPED_NOT_BUILTIN else "builtin"
+            return RawConfig(config, quant, source, str(config_file))
+    if _looks_like_path(text):
+        raise ValueError(f"missing config.json: no folder or file {text!r} exists")
+    shipped = paths.shipped_model_ids(root)
+    raise ValueError(
+        f"model {text!r} is neither a local folder / config.json path nor a shipped model id "
+        f"(aic does not download from the Hub); shipped ids: {', '.join(shipped)}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Pre-processing (spec 30 §2.2)
+# --------------------------------------------------------------------------------------------
+
+_ALGO_ALIASES = {
+    "w4a16_mxfp4": "mxfp4",
+    "mixed-precision": "mixed_precision",
+    "mixedprecision": "mixed_precision",
+}
+_KV_ALIASES = {
+    "fp8": "fp8",
+    "e4m3": "fp8",
+    "e5m2": "fp8",
+    "fp16": "bfloat16",
+    "float16": "bfloat16",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
+
+
+def _first_nonempty(*values):
+    for value in values:
+        if value not in (None, "", [], {}):
+            return value
+    return None
+
+
+def _as_dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def preprocess(raw: RawConfig) -> dict:
+    """Applies the three pre-processing steps of spec 30 §2.2 and returns the augmented dict."""
+    cfg = dict(raw.config)
+    # 1. hf_quant_config merge
+    if raw.hf_quant_config is not None:
+        cfg["hf_quant_config"] = raw.hf_quant_config
+        if cfg.get("quantization_config") is None:
+            q = _as_dict(raw.hf_quant_config.get("quantization"))
+            synth = {}
+            algo = q.get("quant_algo") or q.get("quantization_algo")
+            if "quant_algo" in q or "quantization_algo" in q:
+                synth["quant_method"] = algo.lower() if isinstance(algo, str) else algo
+            if "kv_cache_quant_algo" in q:
+                kv = q.get("kv_cache_quant_algo")
+                synth["kv_cache_quant_method"] = kv.lower() if isinstance(kv, str) else kv
+            cfg["quantization_config"] = synth
+    # 2. multimodal promotion
+    arch = _architecture(cfg)
+    text_key = NESTED_TEXT_KEY.get(arch)
+    if text_key and cfg.get("quantization_config") is None:
+        nested = _as_dict(cfg.get(text_key)).get("quantization_config")
+        if nested is not None:
+            cfg["quantization_config"] = nested
+    # 3. quant-field inference (set-if-absent)
+    hq = _as_dict(_as_dict(cfg.get("hf_quant_config")).get("quantization"))
+    qc = _as_dict(cfg.get("quantization_config"))
+    algo = _first_nonempty(
+        hq.get("quant_algo"), qc.get("quant_algo"), qc.get("quant_method"), qc.get("quantization_method")
+    )
+    if isinstance(algo, str):
+        algo = algo.lower()
+        algo = _ALGO_ALIASES.get(algo, algo)
+        if algo == "fp8" and qc.get("weight_block_size"):
+            algo = "fp8_block"
+    cfg.setdefault("quant_algo", algo)
+
+    kv = _first_nonempty(
+        hq.get("kv_cache_quant_algo"),
+        qc.get("kv_cache_quant_algo"),
+        qc.get("kv_cache_quant_method"),
+        qc.get("kv_cache_dtype"),
+    )
+    if isinstance(kv, str):
+        kv = _KV_ALIASES.get(kv.lower(), kv.lower())
+    if kv is None and isinstance(qc.get("kv_cache_scheme"), dict):
+        scheme = qc["kv_cache_scheme"]
+        kind = str(scheme.get("type", "")).lower()
+        bits = scheme.get("num_bits")
+        if "fp8" in kind:
+            kv = "fp8"
+        elif kind == "float" and isinstance(bits, (int, float)):
+            if bits <= 8:
+                kv = "fp8"
+            elif bits >= 16:
+                kv = "bfloat16"
+    cfg.setdefault("kv_cache_quant_algo", kv)
+
+    dynamic = None
+    scheme = qc.get("activation_scheme")
+    if scheme == "dynamic":
+        dynamic = True
+    elif scheme == "static":
+        dynamic = False
+    else:
+        found = []
+        for group in _as_dict(qc.get("config_groups")).values():
+            for part in ("input_activations", "weights"):
+                sub = _as_dict(_as_dict(group).get(part))
+                if "dynamic" in sub:
+                    found.append(bool(sub["dynamic"]))
+        if found:
+            dynamic = any(found)
+    cfg.setdefault("quant_dynamic", dynamic)
+    return cfg
+
+
+# --------------------------------------------------------------------------------------------
+# Field parsing (spec 30 §2.3)
+# --------------------------------------------------------------------------------------------
+
+
+def _architecture(cfg: dict) -> str | None:
+    archs = cfg.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(archs[0], str):
+        return archs[0]
+    return None
+
+
+def _int_field(cfg: dict, key: str, where: str) -> int:
+    if key not in cfg or cfg[key] is None:
+        raise ValueError(f"model config {where} lacks the required field {key!r}")
+    value = cfg[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"model config {where}: field {key!r} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _opt_int(value, key: str, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"model config {where}: field {key!r} must be an integer, got {value!r}")
+    return int(value)
+
+
+def parse_model_config(raw: RawConfig) -> ModelConfig:
+    """Pre-processes and parses ``raw``; raises ``ValueError`` for architectures the reference
+    does not know and for missing required fields. (Whether aic can *build* the family is
+    checked by :func:`aic.families.check_architecture`.)"""
+    cfg = preprocess(raw)
+    where = raw.location
+    arch = _architecture(cfg)
+    if arch is None:
+        raise ValueError(
+            f"model config {where} has no 'architectures' list naming the model class "
+            f"(e.g. \"LlamaForCausalLM\")"
+        )
+    family = FAMILY_BY_ARCH.get(arch)
+    if family is None:
+        raise UnsupportedArchitectureError(
+            f"The model's architecture {arch} is not supported. Supported architectures: "
+            f"{', '.join(supported_architectures())}",
+            arch,
+            known_to_reference=False,
+        )
+    text_key = NESTED_TEXT_KEY.get(arch)
+    if text_key:
+        nested = cfg.get(text_key)
+        if not isinstance(nested, dict):
+            raise ValueError(f"model config {where} lacks the {text_key!r} section of {arch}")
+        fields = {**nested, "architectures": [arch]}
+    else:
+        fields = cfg
+
+    if fields.get("num_hidden_layers") is not None:
+        layers = _int_field(fields, "num_hidden_layers", where)
+    elif isinstance(fields.get("layers_block_type"), list):
+        layers = len(fields["layers_block_type"])
+    elif fields.get("hybrid_override_pattern"):
+        layers = len(fields["hybrid_override_pattern"])
+    else:
+        raise ValueError(
+            f"model config {where} lacks the layer count (num_hidden_layers, layers_block_type "
+            f"or hybrid_override_pattern)"
+        )
+    hidden = _int_field(fields, "hidden_size", where)
+    heads = _int_field(fields, "num_attention_heads", where)
+    vocab = _int_field(fields, "vocab_size", where)
+    max_pos = _int_field(fields, "max_position_embeddings", where)
+    kv_heads = _opt_int(fields.get("num_key_value_heads"), "num_key_value_heads", where)
+    inter = _opt_int(fields.get("intermediate_size"), "intermediate_size", where)
+    if fields.get("head_dim") is not None:
+        head_dim = _opt_int(fields.get("head_dim"), "head_dim", where)
+    elif fields.get("attention_head_dim") is not None:
+        head_dim = _opt_int(fields.get("attention_head_dim"), "attention_head_dim", where)
+    else:
+        if heads == 0:
+            raise ValueError(f"model config {where}: num_attention_heads must be positive")
+        head_dim = hidden // heads
+    topk = 0
+    for key in ("num_experts_per_tok", "top_k_experts", "moe_top_k"):
+        if fields.get(key) is not None:
+            topk = _opt_int(fields.get(key), key, where)
+            break
+    experts = 0
+    for key in ("num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts"):
+        if fields.get(key):
+            experts = _opt_int(fields.get(key), key, where)
+            break
+    moe_inter = 0
+    for key in ("moe_intermediate_size", "intermediate_size"):
+        if fields.get(key):
+            moe_inter = _opt_int(fields.get(key), key, where)
+            break
+
+    return ModelConfig(
+        architecture=arch,
+        family=family,
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        max_position_embeddings=max_pos,
+        topk=topk,
+        num_experts=experts,
+        moe_intermediate_size=moe_inter,
+        use_qk_norm=arch in QK_NORM_ARCHS,
+        v_head_dim=_opt_int(fields.get("v_head_dim"), "v_head_dim", where),
+        kv_lora_rank=_opt_int(fields.get("kv_lora_rank"), "kv_lora_rank", where),
+        qk_rope_head_dim=_opt_int(fields.get("qk_rope_head_dim"), "qk_rope_head_dim", where),
+        quant_algo=cfg.get("quant_algo"),
+        kv_cache_quant_algo=cfg.get("kv_cache_quant_algo"),
+        quant_dynamic=cfg.get("quant_dynamic"),
+        raw=cfg,
+        config_source=raw.source,
+    )
+
+
+def load_model_config(model_path: str | os.PathLike, model_configs_path: str | None = None) -> ModelConfig:
+    """``load_raw_config`` + ``parse_model_config``."""
+    return parse_model_config(load_raw_config(model_path, model_configs_path))
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Integer ceiling division (used for per-GPU KV heads)."""
+    return -(-a // b)
+
+
+__all__ = [
+    "ModelConfig",
+    "RawConfig",
+    "load_model_config",
+    "load_raw_config",
+    "parse_model_config",
+    "preprocess",
+    "ceil_div",
+]
