@@ -239,3 +239,24 @@ fn mocker_on_the_real_engine_is_deterministic_across_threads() {
     assert!(tpot > 5.0 && tpot < 200.0, "TPOT p50 {tpot}");
     assert!(r.makespan_ms >= trace.last().unwrap().arrival_ms);
 }
+
+/// The README's Rust snippet is the crate-level doctest (which `cargo test` runs), so the
+/// README cannot drift from code that compiles and runs.
+#[test]
+fn readme_rust_snippet_is_the_executed_doctest() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
+    let start = readme.find("```rust\n").expect("README has a Rust snippet") + "```rust\n".len();
+    let snippet = &readme[start..start + readme[start..].find("```").unwrap()];
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let doc: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let start = doc.find("```\n#").expect("lib.rs has the doctest") + 4;
+    let body = &doc[start..start + doc[start..].find("```").unwrap()];
+    let visible: Vec<&str> = body.lines().filter(|l| !l.starts_with("# ")).collect();
+    assert_eq!(snippet.trim_end(), visible.join("\n").trim_end());
+}

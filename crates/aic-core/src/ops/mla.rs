@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::data::tables::PerfDatabase;
+use crate::data::tables::{MlaModuleTable, PerfDatabase};
 use crate::error::{AicError, Result};
 use crate::lookup::{anchor_message, Grid};
 use crate::spec::{ContextMlaOp, GemmQuant, GenerationMlaOp, KvQuant, MlaBmmOp, MlaModuleOp};
@@ -121,10 +121,13 @@ impl ContextMlaEval {
             Some(Err(e)) => Err(e.clone()),
             Some(Ok(t)) => t.slice(&[o.fmha_quant_mode.as_str(), o.kv_cache_dtype.as_str()]).ok_or_else(|| {
                 AicError::perf(format!(
-                    "context MLA data missing for ContextKey {{ fmha_quant: {:?}, kv_quant: {:?} }} at {}",
+                    "context MLA data missing for ContextKey {{ fmha_quant: {:?}, kv_quant: {:?} }} at {}; \
+                     the table has (fmha_quant, kv_quant) slices {}: compile with a listed \
+                     fmha_quant_mode (e.g. fmha_quant_mode=\"bfloat16\")",
                     o.fmha_quant_mode.as_str(),
                     o.kv_cache_dtype.as_str(),
-                    self.db.label()
+                    self.db.label(),
+                    t.keys().join(", ")
                 ))
             }),
         };
@@ -164,9 +167,11 @@ impl GenerationMlaEval {
             Some(Err(e)) => Err(e.clone()),
             Some(Ok(t)) => t.slice(&[o.kv_cache_dtype.as_str()]).ok_or_else(|| {
                 AicError::perf(format!(
-                    "generation MLA data missing for KvOnlyKey {{ kv_quant: {:?} }} at {}",
+                    "generation MLA data missing for KvOnlyKey {{ kv_quant: {:?} }} at {}; the table \
+                     has kv_quant slices {}",
                     o.kv_cache_dtype.as_str(),
-                    self.db.label()
+                    self.db.label(),
+                    t.keys().join(", ")
                 ))
             }),
         };
@@ -195,7 +200,8 @@ impl MlaModuleEval {
         MlaModuleEval { name: op.name.clone(), op: op.clone(), context, db: db.clone() }
     }
 
-    fn missing(&self) -> AicError {
+    fn missing(&self, table: &MlaModuleTable) -> AicError {
+        let have = format!("; the table has slices {}", table.keys().join(", "));
         let o = &self.op;
         let native = match o.native_num_heads {
             Some(n) => format!(" native_heads=Some({n})"),
@@ -203,7 +209,7 @@ impl MlaModuleEval {
         };
         if self.context {
             AicError::perf(format!(
-                "context MLA module data missing for ModuleKey {{ fmha_quant: {:?}, kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}",
+                "context MLA module data missing for ModuleKey {{ fmha_quant: {:?}, kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}{have}",
                 o.fmha_quant_mode.as_str(),
                 o.kv_cache_dtype.as_str(),
                 o.gemm_quant_mode.as_str(),
@@ -211,7 +217,7 @@ impl MlaModuleEval {
             ))
         } else {
             AicError::perf(format!(
-                "generation MLA module data missing for GenModuleKey {{ kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}",
+                "generation MLA module data missing for GenModuleKey {{ kv_quant: {:?}, gemm_quant: {:?} }}{native} at {}{have}",
                 o.kv_cache_dtype.as_str(),
                 o.gemm_quant_mode.as_str(),
                 self.db.label()
@@ -231,7 +237,7 @@ impl MlaModuleEval {
             match &table {
                 None => Err(AicError::perf("unused in SOL mode")),
                 Some(Err(e)) => Err(e.clone()),
-                Some(Ok(t)) => t.slice(key, o.native_num_heads).ok_or_else(|| self.missing()),
+                Some(Ok(t)) => t.slice(key, o.native_num_heads).ok_or_else(|| self.missing(t)),
             }
         };
         if self.context {

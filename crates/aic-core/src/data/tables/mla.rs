@@ -71,6 +71,13 @@ impl MlaKernelTable {
         Ok(MlaKernelTable { slices: builders.into_iter().map(|(k, b)| (k, b.build(sqrt_axis))).collect() })
     }
 
+    /// The dtype keys present, sorted (for messages that say which precisions exist).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.slices.keys().map(|k| format!("({})", k.join(", "))).collect();
+        keys.sort();
+        keys
+    }
+
     /// The grid of a dtype key.
     pub fn slice(&self, key: &[&str]) -> Option<&Grid> {
         let key: Vec<String> = key.iter().map(|s| s.to_string()).collect();
@@ -176,6 +183,13 @@ impl MlaModuleTable {
             .map(|(k, buckets)| (k, buckets.into_iter().map(|(n, b)| (n, b.build(sqrt_axis))).collect()))
             .collect();
         Ok(MlaModuleTable { slices })
+    }
+
+    /// The dtype keys present, sorted (for messages that say which precisions exist).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.slices.keys().map(|k| format!("({})", k.join(", "))).collect();
+        keys.sort();
+        keys
     }
 
     /// The grid of a dtype key and native head count: exact bucket, else the only bucket,
