@@ -346,6 +346,12 @@ impl Engine {
         let prefix = u64::from(prefix);
         let gen_q = gen * (self.nextn + 1);
         // Pass 1: everything but the context attention op, as one combined sequence.
+        //
+        // Surprising but reproduced on purpose (spec 40 §6): the attention filters below match
+        // only TOP-LEVEL ops named exactly `context_attention` / `generation_attention`. In the
+        // DeepSeek family the attention lives inside the composite `*_mla_block` ops, so passes
+        // 2 and 3 find nothing: the whole MLA block is priced here at batch 1 over `T1 − P1`
+        // tokens, and the decode requests' attention is absent from the mixed step.
         let t1 = ctx + gen_q;
         let p1 = prefix * (ctx / isl);
         if p1 >= t1 {
