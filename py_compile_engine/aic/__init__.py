@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .compile import compile_engine, compile_engine_json, compile_report
 from .errors import HeadDivisibilityError, UnsupportedArchitectureError
+from .memory import estimate_kv_cache
 
 
 def _distribution_version() -> str:
@@ -39,6 +40,7 @@ __all__ = [
     "compile_engine",
     "compile_engine_json",
     "compile_report",
+    "estimate_kv_cache",
     "UnsupportedArchitectureError",
     "HeadDivisibilityError",
     *_NATIVE_NAMES,

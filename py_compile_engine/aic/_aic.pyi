@@ -148,3 +148,18 @@ def decode_spec(spec_bytes: _BytesLike) -> str:
 def default_systems_path() -> Optional[str]:
     """The systems folder used when none is given: ``AIC_SYSTEMS_PATH``, else the data shipped
     inside the package, else the source checkout's ``data/systems``; ``None`` if none exists."""
+
+def estimate_kv_cache(
+    spec_json: str, facts_json: str, request_json: str, systems_path: Optional[str] = None
+) -> str:
+    """Per-GPU KV-cache capacity of a compiled spec (JSON) as ``KvCacheEstimate`` JSON text.
+    ``facts_json`` is the ``ModelFacts`` JSON and ``request_json`` the ``KvCacheRequest`` JSON;
+    the system comes from the spec's ``systems_path``, else ``systems_path``, else the
+    default. Runs with the GIL released."""
+
+def estimate_kv_cache_unbuilt(
+    engine_json: str, facts_json: Optional[str], request_json: str, build_error: str
+) -> str:
+    """The KV-cache estimate of an engine whose spec could not be compiled (``build_error`` is
+    the compile message): the naive estimate when the request allows it, else ``ValueError``
+    ("unsupported model/backend/GPU for KV-cache estimation: ...")."""

@@ -3,7 +3,8 @@
 Every case is compiled through the public compile path, its op lists and engine config are compared
 with the recorded spec, and every recorded query is run through the public ``AicEngine`` surface
 (goldens README §2, §7). Nothing is skipped: a query kind we cannot run counts as a failure, and so
-does every query of a case we could not compile or load. The memory record is not compared.
+does every query of a case we could not compile or load. The memory record (README §3) is
+replayed through ``aic.estimate_kv_cache`` and compared exactly: one ``memory`` check per case.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ COMPILE_KEYS = (
     "nextn", "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
     "comm_quant_mode", "database_mode",
 )
+
+#: Compile keys that ``aic.estimate_kv_cache`` takes (the memory record ignores the rest).
+MEMORY_COMPILE_KEYS = (
+    "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "nextn",
+    "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
+    "comm_quant_mode",
+)
+#: ``memory.args`` keys passed through to ``aic.estimate_kv_cache``.
+MEMORY_ARG_KEYS = ("max_num_tokens", "max_batch_size", "memory_fraction_kind",
+                   "memory_fraction_value")
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,8 +218,8 @@ def error_class_matches(ref_class: str, exc: BaseException) -> bool:
 class Check:
     case_id: str
     family: str
-    kind: str  # "compile" or a query kind
-    index: int  # query index in the case (-1 for compile)
+    kind: str  # "compile", "memory" or a query kind
+    index: int  # query index in the case (-1 for compile and memory)
     passed: bool
     detail: str = ""
     rel_err: float | None = None
@@ -350,6 +361,97 @@ def compile_kwargs(case: dict) -> dict:
     return kwargs
 
 
+def memory_kwargs(case: dict) -> dict:
+    """Keyword arguments of ``aic.estimate_kv_cache`` for a case's memory record: the compile's
+    deployment, the record's ``args`` and, as ``backend_version``, the literal version the
+    record names (else the compile's requested version)."""
+    spec = case["compile"]
+    args = case["memory"].get("args") or {}
+    kwargs = {key: spec[key] for key in MEMORY_COMPILE_KEYS if key in spec}
+    kwargs.update({key: args[key] for key in MEMORY_ARG_KEYS if key in args})
+    kwargs["backend_version"] = args.get("backend_version", spec.get("backend_version"))
+    return kwargs
+
+
+def diff_memory_value(ours, ref: dict) -> list[str]:
+    """Differences between our estimate and a recorded ``memory.value``: the same keys, every
+    integer (breakdown included) exactly, ``source`` and ``tolerance_adjusted`` equal."""
+    if not isinstance(ours, dict):
+        return [f"expected a dict, got {type(ours).__name__}"]
+    problems = []
+    if set(ours) != set(ref):
+        problems.append(f"keys {sorted(ours)} vs {sorted(ref)}")
+    for key, want in ref.items():
+        got = ours.get(key)
+        if isinstance(want, dict) and isinstance(got, dict):
+            for sub, sub_want in want.items():
+                if got.get(sub) != sub_want or type(got.get(sub)) is not type(sub_want):
+                    problems.append(f"{key}.{sub}: ours {got.get(sub)!r} vs ref {sub_want!r}")
+            if set(got) != set(want):
+                problems.append(f"{key}: keys {sorted(got)} vs {sorted(want)}")
+        elif got != want or type(got) is not type(want):
+            problems.append(f"{key}: ours {got!r} vs ref {want!r}")
+    return problems
+
+
+def _default_memory_fn(*args, **kwargs):
+    from .memory import estimate_kv_cache
+
+    return estimate_kv_cache(*args, **kwargs)
+
+
+def _memory_check(case: dict, report: Report, memory_fn: Callable, systems_path) -> None:
+    """Replays ``case["memory"]`` through ``memory_fn`` and appends one ``memory`` check."""
+    cid = case["id"]
+    family = case.get("family") or case.get("_file", "?")
+    record = case.get("memory")
+    if not record:
+        report.checks.append(Check(cid, family, "memory", -1, False, "case has no memory record"))
+        return
+    spec = case["compile"]
+    kwargs = memory_kwargs(case)
+    args = record.get("args")
+    try:
+        ours = memory_fn(spec["model"], spec["system"], spec["backend"],
+                         kwargs.pop("backend_version"), systems_path=systems_path, **kwargs)
+        ours_exc = None
+    except Exception as exc:  # noqa: BLE001 - every error is a recorded outcome
+        ours, ours_exc = None, exc
+    ref_err = record.get("error")
+    if ref_err is not None:
+        if ours_exc is None:
+            report.checks.append(Check(cid, family, "memory", -1, False,
+                                       f"reference raised {ref_err['class']}: "
+                                       f"{ref_err['message']}; ours returned {ours!r}"[:600],
+                                       args=args))
+            return
+        if not error_class_matches(ref_err["class"], ours_exc):
+            report.class_mismatches.append(
+                f"{cid} memory: ref {ref_err['class']} vs ours {type(ours_exc).__name__}"
+            )
+        # Our compile messages may add a hint after the reference's text; the text must lead.
+        if not str(ours_exc).startswith(ref_err["message"]):
+            report.checks.append(Check(cid, family, "memory", -1, False,
+                                       f"both raised, messages differ: ours {str(ours_exc)!r} "
+                                       f"vs ref {ref_err['message']!r}"[:600], args=args))
+            return
+        report.checks.append(Check(cid, family, "memory", -1, True, "both raised", args=args))
+        return
+    if ours_exc is not None:
+        report.checks.append(Check(cid, family, "memory", -1, False,
+                                   f"ours raised {type(ours_exc).__name__}: {ours_exc}"[:600],
+                                   args=args))
+        return
+    problems = diff_memory_value(ours, record.get("value") or {})
+    report.checks.append(Check(cid, family, "memory", -1, not problems,
+                               "; ".join(problems[:6])[:600], args=args))
+
+
+#: ``run_case(memory_fn=DEFAULT_MEMORY)``: compare the memory record through
+#: ``aic.estimate_kv_cache`` (``memory_fn=None`` leaves the memory record out).
+DEFAULT_MEMORY = _default_memory_fn
+
+
 def _native_engine_loader(systems_path: str | None) -> Callable[[str], Any]:
     """Encodes the spec JSON exactly as ``compile_engine`` does and loads it into ``AicEngine``."""
 
@@ -364,12 +466,23 @@ def _native_engine_loader(systems_path: str | None) -> Callable[[str], Any]:
 
 
 def run_case(case: dict, report: Report, *, systems_path: str | None = None,
-             compile_fn: Callable | None = None, engine_loader: Callable | None = None) -> None:
+             compile_fn: Callable | None = None, engine_loader: Callable | None = None,
+             memory_fn: Callable | None = DEFAULT_MEMORY) -> None:
     """Compiles, compares and queries one case, appending its checks to ``report``.
 
     ``compile_fn`` defaults to :func:`aic.compile.compile_report` (the ``compile_engine`` path);
-    ``engine_loader(spec_json)`` defaults to the native encoder + ``AicEngine.from_spec``.
+    ``engine_loader(spec_json)`` defaults to the native encoder + ``AicEngine.from_spec``;
+    ``memory_fn`` (default :func:`aic.estimate_kv_cache`) replays the memory record, one
+    ``memory`` check; ``None`` leaves the memory record out.
     """
+    _run_compile_and_queries(case, report, systems_path=systems_path, compile_fn=compile_fn,
+                             engine_loader=engine_loader)
+    if memory_fn is not None:
+        _memory_check(case, report, memory_fn, systems_path)
+
+
+def _run_compile_and_queries(case: dict, report: Report, *, systems_path: str | None,
+                             compile_fn: Callable | None, engine_loader: Callable | None) -> None:
     from .compile import compile_report
 
     family = case.get("family") or case.get("_file", "?")
@@ -511,7 +624,7 @@ def _failure_lines(failures: list[Check], limit: int) -> list[str]:
         reasons: dict[str, list[Check]] = {}
         for check in checks:
             if check.index < 0:
-                lines.append(f"    compile: {check.detail}")
+                lines.append(f"    {check.kind}: {check.detail}")
             else:
                 reasons.setdefault(check.detail, []).append(check)
         for detail, group in reasons.items():

@@ -23,18 +23,23 @@ def _run(*args, env=None):
 def test_help_lists_commands():
     result = _run("--help")
     assert result.exit_code == 0
-    for command in ("compile", "estimate", "breakdown", "parity", "data"):
+    for command in ("compile", "estimate", "breakdown", "memory", "parity", "data"):
         assert command in result.output
 
 
 # ------------------------------------------------------------------------------ no native
 
 
+#: The summary of the tp3 compile-error case: the compile check, plus the memory check, which
+#: needs the native module (it fails without it).
+TP3_SUMMARY = "2 passed, 0 failed" if native_available() else "1 passed, 1 failed"
+
+
 def test_parity_compile_error_case_without_native():
     result = _run("parity", "--goldens", GOLDENS, "--family", "dense", "--case", "tp3-pp1-dp1")
     lines = result.output.strip().splitlines()
-    assert lines[-1] == "1 passed, 0 failed"
-    assert result.exit_code == 0
+    assert lines[-1] == TP3_SUMMARY
+    assert result.exit_code == (0 if native_available() else 1)
 
 
 def test_parity_counts_unimplemented_family_as_failures(tmp_path):
@@ -56,9 +61,11 @@ def test_parity_counts_unimplemented_family_as_failures(tmp_path):
 def test_parity_json_mode():
     result = _run("parity", "--goldens", GOLDENS / "dense.json", "--case", "tp3-pp1-dp1", "--json")
     lines = result.output.strip().splitlines()
-    assert lines[-1] == "1 passed, 0 failed"
+    assert lines[-1] == TP3_SUMMARY
     report = json.loads(lines[0])
-    assert report["passed"] == 1 and report["families"] == {"dense": {"passed": 1, "failed": 0}}
+    passed, failed = (2, 0) if native_available() else (1, 1)
+    assert report["passed"] == passed
+    assert report["families"] == {"dense": {"passed": passed, "failed": failed}}
 
 
 def test_parity_no_cases_is_a_failure():
@@ -214,6 +221,7 @@ def test_parity_small_set(native):
     assert match
     report = json.loads(lines[0])
     passed, failed = int(match.group(1)), int(match.group(2))
-    assert passed + failed == 1 + 20  # the compile check + 20 queries
+    assert passed + failed == 2 + 20  # the compile and memory checks + 20 queries
+    assert report["kinds"]["memory"] == {"passed": 1, "failed": 0}
     assert result.exit_code == (1 if failed else 0)
     assert not [f for f in report["failures"] if f["kind"] == "compile"]

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import GOLDENS, GoldenResolver, golden_cases
+from conftest import GOLDENS, GoldenResolver, golden_cases, native_available
 
 from aic import parity
 from aic.compile import compile_report
@@ -137,10 +137,15 @@ def _golden_compile(case):
     return compile_fn
 
 
+#: The memory record is replayed through the native engine; without it, it is left out.
+MEMORY_CHECKS = 1 if native_available() else 0
+
+
 def _run(case, **engine_kwargs):
     report = parity.Report(rtol=1e-9)
     parity.run_case(case, report, compile_fn=_golden_compile(case),
-                    engine_loader=lambda spec_json: GoldenEngine(case, **engine_kwargs))
+                    engine_loader=lambda spec_json: GoldenEngine(case, **engine_kwargs),
+                    memory_fn=parity.DEFAULT_MEMORY if MEMORY_CHECKS else None)
     return report
 
 
@@ -160,7 +165,7 @@ def test_golden_engine_passes_everything(case_id):
     case = _case(case_id)
     report = _run(case)
     assert report.failed == 0, [c.detail for c in report.checks if not c.passed][:3]
-    assert report.passed == 1 + len(case["queries"])
+    assert report.passed == 1 + MEMORY_CHECKS + len(case["queries"])
     assert report.summary_line() == f"{report.passed} passed, 0 failed"
     kinds = {c.kind for c in report.checks}
     if case["family"] == "edge":
@@ -196,7 +201,7 @@ def test_compile_difference_fails():
 def test_compile_error_symmetry():
     case = _case("dense/Qwen3-8B/h200_sxm/vllm/tp3-pp1-dp1")
     report = parity.Report(rtol=1e-9)
-    parity.run_case(case, report)  # fails before any native call
+    parity.run_case(case, report, memory_fn=None)  # fails before any native call
     assert [(c.kind, c.passed) for c in report.checks] == [("compile", True)]
     assert report.class_mismatches == []  # AssertionError <-> ValueError is a match
 
@@ -215,7 +220,7 @@ def _unimplemented(case_id):
 def test_unimplemented_family_is_a_failure_not_a_pass():
     case = _unimplemented("moe/Qwen3-30B-A3B/h200_sxm/vllm/tp4-pp1-dp1")  # ref: width mismatch
     report = parity.Report(rtol=1e-9)
-    parity.run_case(case, report)
+    parity.run_case(case, report, memory_fn=None)
     assert [(c.kind, c.passed) for c in report.checks] == [("compile", False)]
     assert "not implemented" in report.checks[0].detail
 
@@ -223,7 +228,7 @@ def test_unimplemented_family_is_a_failure_not_a_pass():
 def test_compile_failure_fails_every_query():
     case = _unimplemented("moe/Qwen3-30B-A3B/h200_sxm/vllm/tp1-pp1-dp1-mtp1-ep1")
     report = parity.Report(rtol=1e-9)
-    parity.run_case(case, report)
+    parity.run_case(case, report, memory_fn=None)
     assert report.passed == 0
     assert report.failed == 1 + len(case["queries"])
 
@@ -233,3 +238,65 @@ def test_format_report_last_line():
     lines = parity.format_report(report)
     assert lines[-1] == f"{report.passed} passed, 0 failed"
     assert json.loads(json.dumps(report.to_json()))["failed"] == 0
+
+
+# ------------------------------------------------------------------------------------ memory
+
+
+def _fake_memory(answer=None, raises=None):
+    calls = []
+
+    def memory_fn(model, system, backend, backend_version, **kwargs):
+        calls.append((model, system, backend, backend_version, kwargs))
+        if raises is not None:
+            raise raises
+        return answer
+
+    return memory_fn, calls
+
+
+def _memory_checks(report):
+    return [c for c in report.checks if c.kind == "memory"]
+
+
+def test_memory_record_is_one_check_with_the_record_args():
+    case = _case("dense/Qwen3-8B/h200_sxm/vllm/tp1-pp1-dp1")
+    memory_fn, calls = _fake_memory(answer=json.loads(json.dumps(case["memory"]["value"])))
+    report = parity.Report(rtol=1e-9)
+    parity.run_case(case, report, compile_fn=_golden_compile(case),
+                    engine_loader=lambda spec_json: GoldenEngine(case), memory_fn=memory_fn)
+    checks = _memory_checks(report)
+    assert [(c.passed, c.index) for c in checks] == [(True, -1)]
+    assert report.passed == 2 + len(case["queries"]) and report.failed == 0
+    (model, system, backend, version, kwargs), = calls
+    assert (model, system, backend, version) == ("Qwen/Qwen3-8B", "h200_sxm", "vllm", "0.24.0")
+    assert kwargs["max_num_tokens"] == 8192 and kwargs["max_batch_size"] == 256
+    assert kwargs["memory_fraction_kind"] == "of_total"
+    assert kwargs["memory_fraction_value"] == 0.9
+    assert kwargs["tp_size"] == 1
+
+
+def test_memory_value_must_match_exactly():
+    case = _case("dense/Qwen3-8B/h200_sxm/vllm/tp1-pp1-dp1")
+    value = json.loads(json.dumps(case["memory"]["value"]))
+    value["memory_breakdown"]["activations_bytes"] += 1
+    memory_fn, _ = _fake_memory(answer=value)
+    report = parity.Report(rtol=1e-9)
+    parity.run_case(case, report, compile_fn=_golden_compile(case),
+                    engine_loader=lambda spec_json: GoldenEngine(case), memory_fn=memory_fn)
+    (check,) = _memory_checks(report)
+    assert not check.passed and "activations_bytes" in check.detail
+
+
+def test_memory_error_symmetry():
+    case = _case("dense/Qwen3-8B/h200_sxm/vllm/tp3-pp1-dp1")
+    message = case["memory"]["error"]["message"]
+    memory_fn, _ = _fake_memory(raises=ValueError(message))
+    report = parity.Report(rtol=1e-9)
+    parity.run_case(case, report, memory_fn=memory_fn)
+    assert [(c.kind, c.passed) for c in report.checks] == [("compile", True), ("memory", True)]
+    # a value where the reference raised fails, and so does a different message
+    for fn in (_fake_memory(answer={})[0], _fake_memory(raises=ValueError("other"))[0]):
+        report = parity.Report(rtol=1e-9)
+        parity.run_case(case, report, memory_fn=fn)
+        assert [(c.kind, c.passed) for c in report.checks] == [("compile", True), ("memory", False)]

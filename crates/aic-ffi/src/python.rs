@@ -12,7 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use aic_core::data::lanes::{attention_lane_order as core_lane_order, AttentionPhase};
 use aic_core::data::system::SystemSpec;
 use aic_core::data::versions::resolve_backend_version as core_resolve_version;
-use aic_core::{Backend, Engine, EngineSpec, OpResult, RunMode, StaticRun};
+use aic_core::memory::{
+    estimate_kv_cache as core_estimate_kv_cache,
+    estimate_kv_cache_unbuilt as core_estimate_kv_cache_unbuilt, KvCacheEstimate, KvCacheRequest,
+    ModelFacts,
+};
+use aic_core::{Backend, Engine, EngineConfig, EngineSpec, OpResult, RunMode, StaticRun};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -508,6 +513,92 @@ fn default_systems_path(py: Python<'_>) -> Option<String> {
     aic_core::data::default_systems_path().map(path_to_string)
 }
 
+/// Parses one JSON argument of the memory functions, naming it in the error.
+fn parse_json_arg<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> aic_core::Result<T> {
+    serde_json::from_str(text)
+        .map_err(|e| aic_core::AicError::value(format!("invalid {what} JSON: {e}")))
+}
+
+/// Serialises a KV-cache estimate to JSON text.
+fn estimate_to_json(estimate: &KvCacheEstimate) -> aic_core::Result<String> {
+    serde_json::to_string(estimate)
+        .map_err(|e| aic_core::AicError::value(format!("cannot serialise the estimate: {e}")))
+}
+
+/// The KV-cache capacity of a compiled engine on one GPU, as `KvCacheEstimate` JSON text.
+///
+/// `spec_json` is the compiled spec (JSON), `facts_json` the `ModelFacts` JSON and
+/// `request_json` the `KvCacheRequest` JSON. The system comes from the spec's own
+/// `systems_path`, else `systems_path`, else the default systems folder.
+#[pyfunction]
+#[pyo3(signature = (spec_json, facts_json, request_json, systems_path=None))]
+fn estimate_kv_cache(
+    py: Python<'_>,
+    spec_json: &str,
+    facts_json: &str,
+    request_json: &str,
+    systems_path: Option<PathBuf>,
+) -> PyResult<String> {
+    let fallback = match systems_path {
+        Some(p) => Some(p),
+        None => {
+            register_packaged_data(py);
+            aic_core::data::default_systems_path()
+        }
+    };
+    py.detach(|| {
+        guarded(|| {
+            let spec = EngineSpec::from_json(spec_json)?;
+            let facts: ModelFacts = parse_json_arg("model facts", facts_json)?;
+            let request: KvCacheRequest = parse_json_arg("KV-cache request", request_json)?;
+            let root = spec
+                .engine
+                .systems_path
+                .as_ref()
+                .map(PathBuf::from)
+                .or(fallback)
+                .ok_or_else(|| {
+                    aic_core::AicError::value(
+                        "no systems folder: pass systems_path, set AIC_SYSTEMS_PATH, or install \
+                         the aic package with its shipped data",
+                    )
+                })?;
+            let system = SystemSpec::load(&root, &spec.engine.system_name)?;
+            let estimate = core_estimate_kv_cache(&spec, &facts, &system, &request)?;
+            estimate_to_json(&estimate)
+        })
+    })
+    .map_err(PyErr::from)
+}
+
+/// The KV-cache estimate for an engine whose spec could not be compiled (`build_error` is the
+/// compile failure message): the naive estimate when the request allows it, else the
+/// "unsupported model" error. `engine_json` is the engine config JSON; `facts_json` may be
+/// `None` when no model config is available.
+#[pyfunction]
+#[pyo3(signature = (engine_json, facts_json, request_json, build_error))]
+fn estimate_kv_cache_unbuilt(
+    py: Python<'_>,
+    engine_json: &str,
+    facts_json: Option<&str>,
+    request_json: &str,
+    build_error: &str,
+) -> PyResult<String> {
+    py.detach(|| {
+        guarded(|| {
+            let engine: EngineConfig = parse_json_arg("engine config", engine_json)?;
+            let facts: Option<ModelFacts> = facts_json
+                .map(|text| parse_json_arg("model facts", text))
+                .transpose()?;
+            let request: KvCacheRequest = parse_json_arg("KV-cache request", request_json)?;
+            let estimate =
+                core_estimate_kv_cache_unbuilt(&engine, facts.as_ref(), &request, build_error)?;
+            estimate_to_json(&estimate)
+        })
+    })
+    .map_err(PyErr::from)
+}
+
 /// Registers everything on the module object.
 pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -518,6 +609,8 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_spec, m)?)?;
     m.add_function(wrap_pyfunction!(decode_spec, m)?)?;
     m.add_function(wrap_pyfunction!(default_systems_path, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_kv_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
     m.add(
         "PerfDataNotAvailableError",
         py.get_type::<PerfDataNotAvailableError>(),
@@ -542,6 +635,8 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "encode_spec",
             "decode_spec",
             "default_systems_path",
+            "estimate_kv_cache",
+            "estimate_kv_cache_unbuilt",
             "__version__",
         ],
     )?;
