@@ -163,7 +163,9 @@ impl ScatteredSitesBuilder {
                 _ => coverage.push((lo, hi)),
             }
         }
-        ScatteredSites { sites, site_index, coverage }
+        let mut by_key: Vec<([u64; 3], Leaf)> = self.rows.iter().map(|&(m, n, k, leaf)| ([m, n, k], leaf)).collect();
+        by_key.sort_unstable_by_key(|p| p.0);
+        ScatteredSites { sites, site_index, coverage, by_key }
     }
 }
 
@@ -174,6 +176,9 @@ pub struct ScatteredSites {
     site_index: HashMap<(u64, u64), usize>,
     /// Union of the sites' `m` ranges, as disjoint sorted intervals.
     coverage: Vec<(u64, u64)>,
+    /// Every point in ascending `(m, n, k)` order: the order the empirical estimate takes its
+    /// samples in, which decides exact distance ties (not the site enumeration order).
+    by_key: Vec<([u64; 3], Leaf)>,
 }
 
 /// The sites ordered by distance to one `(n, k)` shape (ties by enumeration order), computed
@@ -191,6 +196,14 @@ impl ScatteredSites {
     /// The sites in enumeration order.
     pub fn sites(&self) -> &[GemmSite] {
         &self.sites
+    }
+
+    /// Every collected `(m, n, k)` point with its latency, in ascending key order: the sample
+    /// order of the empirical estimate, where it breaks exact distance ties (spec 20 §0.6 step 4;
+    /// the goldens settle that the order is the key order of the 3-D grid, not the site
+    /// enumeration order).
+    pub fn points_in_key_order(&self) -> impl Iterator<Item = (&[u64], f64)> {
+        self.by_key.iter().map(|(c, leaf)| (c.as_slice(), leaf.latency))
     }
 
     /// The site collected at exactly `(n, k)`, if any.
@@ -364,6 +377,27 @@ mod tests {
 
     fn rel(a: f64, b: f64) -> f64 {
         ((a - b) / b).abs()
+    }
+
+    /// The empirical samples come in ascending `(m, n, k)` order whatever the row order, so an
+    /// exact distance tie between `(8192, 6144, 5120)` and `(8192, 5120, 6144)` (seen on h200
+    /// vllm 0.24.0 for `context_qkv_gemm` at m = 10240) goes to the smaller `n`.
+    #[test]
+    fn empirical_samples_in_key_order() {
+        let mut b = ScatteredSitesBuilder::new();
+        b.insert(8192, 6144, 5120, Leaf::new(0.3, 0.0));
+        b.insert(4096, 5120, 5120, Leaf::new(0.1, 0.0));
+        b.insert(8192, 5120, 6144, Leaf::new(0.2, 0.0));
+        b.insert(8192, 6144, 5120, Leaf::new(9.9, 0.0)); // duplicate: first wins
+        let s = b.build();
+        let points: Vec<(Vec<u64>, f64)> = s.points_in_key_order().map(|(c, l)| (c.to_vec(), l)).collect();
+        assert_eq!(
+            points,
+            vec![(vec![4096, 5120, 5120], 0.1), (vec![8192, 5120, 6144], 0.2), (vec![8192, 6144, 5120], 0.3)]
+        );
+        // The site enumeration order is the first-seen walk, which differs.
+        let sites: Vec<(u64, u64)> = s.sites().iter().map(|site| (site.n, site.k)).collect();
+        assert_eq!(sites, vec![(6144, 5120), (5120, 6144), (5120, 5120)]);
     }
 
     /// G8: a two-point curve holds the mean of its two utils.

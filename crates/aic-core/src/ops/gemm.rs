@@ -167,16 +167,7 @@ impl GemmEval {
         };
         let query_sol = sol_with(flops, self.quant.bytes_per_elem());
         let estimate = |name: &str, sol: &dyn Fn(&[f64]) -> f64| -> Option<f64> {
-            let sites = table.quant(name)?;
-            let mut coords: Vec<[u64; 3]> = Vec::new();
-            let mut lats: Vec<f64> = Vec::new();
-            for site in sites.sites() {
-                for (mi, leaf) in site.ms.iter().zip(&site.leaves) {
-                    coords.push([*mi, site.n, site.k]);
-                    lats.push(leaf.latency);
-                }
-            }
-            util_at(coords.iter().map(|c| c.as_slice()).zip(lats.iter().copied()), sol, &q)
+            util_at(table.quant(name)?.points_in_key_order(), sol, &q)
         };
         // Own quant.
         if table.quant(self.quant.table_name()).is_some() {
