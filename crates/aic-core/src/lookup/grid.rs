@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::hold_index::HoldIndex;
 use super::{lerp, sol_ratio, sqrt_lerp, Leaf, Miss, Val};
 
 /// Collects rows first-wins, then builds a [`Grid`].
@@ -86,7 +87,7 @@ fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize, first: us
 }
 
 #[inline]
-fn log2_clamped(v: f64) -> f64 {
+pub(super) fn log2_clamped(v: f64) -> f64 {
     v.max(1e-12).log2()
 }
 
@@ -101,13 +102,13 @@ struct Node {
 }
 
 /// The `NEAR` nearest leaves seen so far, ordered by (distance, flat index).
-struct Nearest {
+pub(crate) struct Nearest {
     items: [(f64, u32); NEAR],
     len: usize,
 }
 
 /// How many nearest leaves the hold collects before checking their SOL.
-const NEAR: usize = 8;
+pub(super) const NEAR: usize = 8;
 
 impl Nearest {
     fn worst(&self) -> f64 {
@@ -118,7 +119,7 @@ impl Nearest {
         }
     }
 
-    fn offer(&mut self, dist: f64, idx: u32) {
+    pub(crate) fn offer(&mut self, dist: f64, idx: u32) {
         if self.len == NEAR && !((dist, idx) < self.items[NEAR - 1]) {
             return;
         }
@@ -177,6 +178,16 @@ impl Grid {
         self.leaves.is_empty()
     }
 
+    /// `log2(max(coord, 1e-12))` of every leaf's coordinates, row-major in key order.
+    pub(super) fn coords_log2(&self) -> &[f64] {
+        &self.coords_log2
+    }
+
+    /// The leaves in ascending key order.
+    pub(super) fn leaves(&self) -> &[Leaf] {
+        &self.leaves
+    }
+
     /// All points in ascending key order: `(coordinates, leaf)`.
     pub fn points(&self) -> impl Iterator<Item = (&[u64], &Leaf)> {
         self.coords.chunks_exact(self.depth.max(1)).zip(self.leaves.iter())
@@ -185,6 +196,17 @@ impl Grid {
     /// Resolves a query (one coordinate per axis, outer first). `sol` gives the SOL latency at
     /// any coordinate vector; it drives ragged rescales and the utilisation hold.
     pub fn lookup(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {
+        self.lookup_indexed(q, sol, None)
+    }
+
+    /// As [`Grid::lookup`], answering a utilisation hold from `index` (built for this grid)
+    /// when the query lies in its box: the same result, without the full nearest-leaf walk.
+    pub fn lookup_indexed(
+        &self,
+        q: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        index: Option<&HoldIndex>,
+    ) -> Result<Val, Miss> {
         debug_assert_eq!(q.len(), self.depth);
         if self.leaves.is_empty() {
             return Err(Miss::EmptyTable);
@@ -192,7 +214,7 @@ impl Grid {
         let mut scratch = [0.0f64; 8];
         match self.resolve(&self.root, 0, q, sol, &mut scratch) {
             Ok(v) => Ok(v),
-            Err(Fail::OutOfRange) => self.hold(q, sol),
+            Err(Fail::OutOfRange) => self.hold(q, sol, index),
             Err(Fail::Miss) => Err(Miss::NoBranch),
         }
     }
@@ -287,7 +309,7 @@ impl Grid {
     /// The utilisation hold (spec 11 §1.4): inverse-distance weighted utilisation of the four
     /// nearest valid leaves in joint log2 space, the fifth valid leaf setting the support radius.
     /// One-axis grids hold the nearest end point's utilisation instead.
-    fn hold(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> Result<Val, Miss> {
+    fn hold(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64, index: Option<&HoldIndex>) -> Result<Val, Miss> {
         let sol_q = sol(q);
         if !(sol_q > 0.0) || !sol_q.is_finite() {
             return Err(Miss::NonPositiveSol);
@@ -304,7 +326,9 @@ impl Grid {
         // axes (a partial distance already beyond the current 8th-nearest prunes the branch).
         // The full sort is only needed when too few of them have a usable SOL.
         let mut near = Nearest { items: [(f64::INFINITY, u32::MAX); NEAR], len: 0 };
-        self.nearest(&self.root, 0, &ql[..d], 0.0, &mut near);
+        if !index.is_some_and(|ix| ix.nearest(self, &ql[..d], &mut near)) {
+            self.nearest(&self.root, 0, &ql[..d], 0.0, &mut near);
+        }
         let count = near.len;
         let mut anchors = [(0.0f64, 0.0f64, 0.0f64); 4]; // (distance, util, power)
         let mut n_anchor = 0usize;
@@ -461,6 +485,55 @@ mod tests {
         assert_eq!(g.lookup(&[2.0], &sol).unwrap().latency, 2.0);
         // linear hold through the origin above the curve
         assert_eq!(g.lookup(&[6.0], &sol).unwrap().latency, 6.0);
+    }
+
+    /// The hold index gives bit-identical answers to the full walk: a ragged 3-axis grid (rows
+    /// of larger batch end at shorter sequences, as in the attention tables, with duplicated
+    /// spacings so distance ties occur), queried on a lattice that covers interior points,
+    /// ragged edges, holds inside the box and points beyond it.
+    #[test]
+    fn hold_index_matches_full_walk() {
+        let mut b = GridBuilder::new(3);
+        let mut seed = 0x2545f4914f6cdd1du64;
+        for heads in [8u64, 16, 24, 32, 64] {
+            for batch in [1u64, 2, 4, 8, 16, 32, 64, 128, 256] {
+                for s in [64u64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384] {
+                    if s * batch > 262_144 {
+                        continue;
+                    }
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let jitter = 1.0 + (seed % 1000) as f64 / 2000.0;
+                    b.insert(vec![heads, batch, s], Leaf::new(1e-6 * (heads * batch * s) as f64 * jitter + 0.01, 0.0));
+                }
+            }
+        }
+        let g = b.build(Some(2));
+        let sol = |q: &[f64]| 1e-6 * q[0] * q[1] * q[2];
+        for heads in [16.0, 32.0, 40.0] {
+            let index = HoldIndex::build(&g, &[heads]).unwrap();
+            let mut holds = 0;
+            for batch in [1.0, 3.0, 17.0, 64.0, 100.0, 200.0, 256.0, 300.0, 1000.0] {
+                for s in [1.0, 70.0, 1000.0, 3000.0, 5000.0, 9000.0, 16384.0, 20000.0, 100_000.0] {
+                    let q = [heads, batch, s];
+                    let plain = g.lookup(&q, &sol);
+                    let indexed = g.lookup_indexed(&q, &sol, Some(&index));
+                    match (plain, indexed) {
+                        (Ok(a), Ok(b)) => {
+                            assert_eq!(a.latency.to_bits(), b.latency.to_bits(), "{q:?}");
+                            assert_eq!(a.energy.to_bits(), b.energy.to_bits(), "{q:?}");
+                        }
+                        (a, b) => assert_eq!(a.is_ok(), b.is_ok(), "{q:?}"),
+                    }
+                    if g.resolve(&g.root, 0, &q, &sol, &mut [0.0; 8]).is_err() {
+                        holds += 1;
+                    }
+                }
+            }
+            assert!(holds > 20, "the lattice must exercise the hold ({holds})");
+            assert!(index.candidate_entries() > 0, "the index must have answered some holds");
+        }
     }
 
     /// Spec 11 §1.4 H2/H3: equidistant anchors and the support radius.

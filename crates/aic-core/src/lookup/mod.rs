@@ -4,10 +4,12 @@
 //! op layer, so this module knows nothing about hardware or ops.
 
 mod grid;
+mod hold_index;
 mod scattered;
 pub mod sol;
 
 pub use grid::{Grid, GridBuilder};
+pub use hold_index::HoldIndex;
 pub use scattered::{GemmSite, NeighbourOrder, ScatteredSites, ScatteredSitesBuilder};
 
 /// One measured grid point: latency (ms), power (W) and energy (W·ms) as loaded.

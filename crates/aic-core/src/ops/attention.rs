@@ -2,12 +2,12 @@
 //! full sequence `s + prefix`, corrects for the cached prefix and adds constant fused-kernel
 //! extras; generation attention averages five lookups spread ±10 % around the KV position.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::data::tables::{AttentionTable, PerfDatabase, SliceKey};
 use crate::error::{AicError, Result};
 use crate::lookup::sol::{context_attention_sol_ms, generation_attention_sol_ms, AttentionSolParams};
-use crate::lookup::{anchor_message, Grid};
+use crate::lookup::{anchor_message, Grid, HoldIndex, Miss, Val};
 use crate::spec::{Backend, ContextAttentionOp, DatabaseMode, GenerationAttentionOp};
 
 use super::empirical::{not_implemented, util_at};
@@ -76,15 +76,21 @@ fn empirical_slice<'t>(
     None
 }
 
-/// The slice a compiled attention op reads: the table and the chosen lane's grid.
+/// The slice a compiled attention op reads: the chosen lane's grid, and the hold index for
+/// the op's head count (built on the first hold, so engines that never leave the collected
+/// range never pay for it).
 #[derive(Debug)]
 struct ResolvedSlice {
     grid: Arc<Grid>,
+    heads: f64,
+    hold_index: OnceLock<Option<HoldIndex>>,
 }
 
 impl ResolvedSlice {
-    fn grid(&self) -> &Grid {
-        &self.grid
+    /// Looks `q` (whose first coordinate is the op's head count) up in the slice.
+    fn lookup(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> std::result::Result<Val, Miss> {
+        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads]));
+        self.grid.lookup_indexed(q, sol, index.as_ref())
     }
 }
 
@@ -92,6 +98,7 @@ fn resolve_slice(
     table: Result<Arc<AttentionTable>>,
     lane_order: &[String],
     key: SliceKey,
+    heads: u32,
     what: &str,
     label: &str,
 ) -> Result<ResolvedSlice> {
@@ -106,7 +113,7 @@ fn resolve_slice(
             )))
         }
     };
-    Ok(ResolvedSlice { grid })
+    Ok(ResolvedSlice { grid, heads: f64::from(heads), hold_index: OnceLock::new() })
 }
 
 /// Compiled `ContextAttention`.
@@ -161,7 +168,7 @@ impl ContextAttentionEval {
                 flops,
                 mem_bw: sys.gpu.mem_bw,
             });
-        let slice = resolve_slice(db.context_attention(), &op.lane_order, key, "context", &db.label());
+        let slice = resolve_slice(db.context_attention(), &op.lane_order, key, op.n, "context", &db.label());
         ContextAttentionEval {
             name: op.name.clone(),
             scale_factor: op.scale_factor,
@@ -179,11 +186,11 @@ impl ContextAttentionEval {
     }
 
     /// The table term for `s_chunk` new tokens after `p` cached ones.
-    fn fmha(&self, grid: &Grid, params: &AttentionSolParams, batch: u64, s_chunk: u64, p: u64) -> Result<OpValue> {
+    fn fmha(&self, slice: &ResolvedSlice, params: &AttentionSolParams, batch: u64, s_chunk: u64, p: u64) -> Result<OpValue> {
         let full = s_chunk + p;
         let q = [self.n, full as f64, batch as f64];
         let sol = |c: &[f64]| context_attention_sol_ms(params, c[0], c[1], c[2]);
-        let v = grid
+        let v = slice
             .lookup(&q, &sol)
             .map_err(|m| AicError::perf(anchor_message(&["num_heads", "seq_len", "batch"], &q, m)))?;
         let f = full as f64;
@@ -235,7 +242,7 @@ impl ContextAttentionEval {
                     .slice
                     .as_ref()
                     .map_err(Clone::clone)
-                    .and_then(|slice| self.fmha(slice.grid(), params, b, s_chunk, p));
+                    .and_then(|slice| self.fmha(slice, params, b, s_chunk, p));
                 match silicon {
                     Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
                         self.fmha_empirical(params, b, s_chunk, p)
@@ -313,7 +320,7 @@ impl GenerationAttentionEval {
             mem_bw: sys.gpu.mem_bw,
         });
         let slice =
-            resolve_slice(db.generation_attention(), &op.lane_order, key, "generation", &db.label());
+            resolve_slice(db.generation_attention(), &op.lane_order, key, op.n, "generation", &db.label());
         GenerationAttentionEval {
             name: op.name.clone(),
             scale_factor: op.scale_factor,
@@ -372,14 +379,13 @@ impl GenerationAttentionEval {
     /// Mean of five table lookups at `s_min + floor((s_max − s_min)·i/4)`.
     fn silicon(&self, params: &AttentionSolParams, shape: &Shape) -> Result<OpValue> {
         let slice = self.slice.as_ref().map_err(Clone::clone)?;
-        let grid = slice.grid();
         let b = shape.batch as f64;
         let sol = |c: &[f64]| generation_attention_sol_ms(params, c[0], c[1], c[2]);
         let mut lat = 0.0;
         let mut energy = 0.0;
         for si in five_samples(shape.s) {
             let q = [self.n, b, si as f64];
-            let v = grid
+            let v = slice
                 .lookup(&q, &sol)
                 .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
             lat += v.latency;

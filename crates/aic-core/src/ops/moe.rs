@@ -40,6 +40,14 @@ pub fn moe_sol_ms(
     math.max(mem) * 1000.0
 }
 
+/// A curve an op may read: its key (the distribution after the `uniform` fallback) and the
+/// curve itself when the table has it.
+#[derive(Debug)]
+struct ChosenCurve {
+    key: MoeKey,
+    curve: Option<Arc<Grid>>,
+}
+
 /// Compiled `Moe`.
 #[derive(Debug)]
 pub struct MoeEval {
@@ -48,6 +56,9 @@ pub struct MoeEval {
     op: MoeOp,
     flops: Result<f64>,
     table: Result<Arc<MoeTable>>,
+    /// The curves `choose` picks between, resolved once: (standard, low-latency if the op
+    /// qualifies for TRT-LLM's small-batch split and the table has that curve).
+    keys: Option<(ChosenCurve, Option<ChosenCurve>)>,
     db: Arc<PerfDatabase>,
 }
 
@@ -58,7 +69,12 @@ impl MoeEval {
             Ok(_) => db.moe(),
             Err(e) => Err(e.clone()),
         };
-        MoeEval { name: op.name.clone(), scale_factor: op.scale_factor, op: op.clone(), flops, table, db: db.clone() }
+        let mut eval =
+            MoeEval { name: op.name.clone(), scale_factor: op.scale_factor, op: op.clone(), flops, table, keys: None, db: db.clone() };
+        if let Ok(table) = &eval.table {
+            eval.keys = Some(eval.resolve_keys(table));
+        }
+        eval
     }
 
     fn key(&self, distribution: &str) -> MoeKey {
@@ -93,7 +109,20 @@ impl MoeEval {
     }
 
     fn sol(&self, tokens: f64, flops: f64) -> f64 {
-        self.sol_for(&self.key(""), tokens, flops, self.op.quant_mode.bytes_per_elem())
+        let o = &self.op;
+        moe_sol_ms(
+            tokens.round().max(0.0) as u64,
+            u64::from(o.topk),
+            u64::from(o.hidden_size),
+            u64::from(o.inter_size),
+            u64::from(o.num_experts),
+            u64::from(o.moe_tp_size),
+            u64::from(o.moe_ep_size),
+            o.is_gated,
+            flops,
+            o.quant_mode.bytes_per_elem(),
+            self.db.system.gpu.mem_bw,
+        )
     }
 
     fn read_curve(&self, curve: &Grid, tokens: u64, flops: f64) -> Result<OpValue> {
@@ -114,8 +143,17 @@ impl MoeEval {
     }
 
     /// Which curves answer (TRT-LLM's low-latency split for small nvfp4 batches when it has the
-    /// slice) and the distribution after the `uniform` fallback.
-    fn choose<'t>(&self, table: &'t MoeTable, tokens: u64) -> (&'t MoeCurves, String) {
+    /// slice) and the curve key, the distribution after the `uniform` fallback.
+    fn choose<'t, 's>(&'s self, table: &'t MoeTable, tokens: u64) -> (&'t MoeCurves, &'s ChosenCurve) {
+        let (standard, low_latency) = self.keys.as_ref().expect("keys are resolved whenever the table loaded");
+        match low_latency {
+            Some(key) if tokens <= 128 => (&table.low_latency, key),
+            _ => (&table.standard, standard),
+        }
+    }
+
+    /// The keys [`MoeEval::choose`] picks between (spec 20 §10.2).
+    fn resolve_keys(&self, table: &MoeTable) -> (ChosenCurve, Option<ChosenCurve>) {
         let o = &self.op;
         let quant = o.quant_mode.as_str();
         let dist_in = |c: &MoeCurves| {
@@ -125,18 +163,19 @@ impl MoeEval {
                 "uniform".to_string()
             }
         };
+        let mut low_latency = None;
         if self.db.resolver.backend() == Backend::Trtllm
-            && tokens <= 128
             && o.quant_mode == MoeQuant::Nvfp4
             && o.is_gated
             && !table.low_latency.is_empty()
         {
-            let dist = dist_in(&table.low_latency);
-            if table.low_latency.curve(&self.key(&dist)).is_some() {
-                return (&table.low_latency, dist);
+            let key = self.key(&dist_in(&table.low_latency));
+            if let Some(curve) = table.low_latency.curve_shared(&key) {
+                low_latency = Some(ChosenCurve { curve: Some(curve), key });
             }
         }
-        (&table.standard, dist_in(&table.standard))
+        let key = self.key(&dist_in(&table.standard));
+        (ChosenCurve { curve: table.standard.curve_shared(&key), key }, low_latency)
     }
 
     /// The table answer.
@@ -155,11 +194,10 @@ impl MoeEval {
             }
         }
         let table = self.table.as_ref().map_err(Clone::clone)?;
-        let (curves, dist) = self.choose(table, tokens);
-        let key = self.key(&dist);
-        let curve = curves
-            .curve(&key)
-            .ok_or_else(|| AicError::perf(format!("MoE data missing for {key} at {}", self.db.label())))?;
+        let (_, chosen) = self.choose(table, tokens);
+        let curve = chosen.curve.as_deref().ok_or_else(|| {
+            AicError::perf(format!("MoE data missing for {} at {}", chosen.key, self.db.label()))
+        })?;
         self.read_curve(curve, tokens, flops)
     }
 
@@ -168,8 +206,8 @@ impl MoeEval {
     fn empirical(&self, tokens: u64, flops: f64) -> Result<OpValue> {
         let t = tokens as f64;
         let table = self.table.as_ref().map_err(Clone::clone)?;
-        let (curves, dist) = self.choose(table, tokens);
-        let own = self.key(&dist);
+        let (curves, chosen) = self.choose(table, tokens);
+        let own = chosen.key.clone();
         let quant = self.op.quant_mode;
         let sol_q = self.sol(t, flops);
         let util_on = |key: &MoeKey, flops: f64, bpe: f64| -> Option<f64> {

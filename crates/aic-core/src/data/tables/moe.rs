@@ -3,6 +3,7 @@
 //! low-latency table; two sglang kernels are remapped to their own quant names at load.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::data::sources::SourceResolver;
 use crate::error::Result;
@@ -52,7 +53,7 @@ impl std::fmt::Display for MoeKey {
 /// Curves of one MoE table (standard or low-latency).
 #[derive(Debug, Default)]
 pub struct MoeCurves {
-    curves: HashMap<MoeKey, Grid>,
+    curves: HashMap<MoeKey, Arc<Grid>>,
     /// Keys in first-seen (table) order.
     order: Vec<MoeKey>,
     distributions: HashSet<(String, String)>,
@@ -61,7 +62,12 @@ pub struct MoeCurves {
 impl MoeCurves {
     /// The curve of a key.
     pub fn curve(&self, key: &MoeKey) -> Option<&Grid> {
-        self.curves.get(key)
+        self.curves.get(key).map(|g| &**g)
+    }
+
+    /// The curve of a key, shared (an op holds it to skip the key lookup per query).
+    pub fn curve_shared(&self, key: &MoeKey) -> Option<Arc<Grid>> {
+        self.curves.get(key).cloned()
     }
 
     /// Whether any shape of `quant` has rows under `distribution`.
@@ -178,7 +184,7 @@ impl MoeTable {
         let [std_order, ll_order] = orders;
         let build = |b: HashMap<MoeKey, GridBuilder>, order: Vec<MoeKey>| {
             let distributions = b.keys().map(|k| (k.quant.clone(), k.distribution.clone())).collect();
-            MoeCurves { curves: b.into_iter().map(|(k, g)| (k, g.build(None))).collect(), order, distributions }
+            MoeCurves { curves: b.into_iter().map(|(k, g)| (k, Arc::new(g.build(None)))).collect(), order, distributions }
         };
         Ok(MoeTable { standard: build(std, std_order), low_latency: build(ll, ll_order) })
     }
