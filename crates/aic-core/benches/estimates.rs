@@ -6,8 +6,8 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use aic_core::{Engine, EngineSpec, StaticRun};
-use criterion::{criterion_group, criterion_main, Criterion};
+use aic_core::{BatchKind, Engine, EngineSpec, StaticRun};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn golden_engine(file: &str, id: &str) -> Engine {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../goldens").join(file);
@@ -66,9 +66,30 @@ fn bench_engine(c: &mut Criterion, label: &str, engine: &Engine) {
     g.finish();
 }
 
+/// The batch API: 4096 decode (osl 2) points per call, distinct arguments, on one thread and
+/// on every core; criterion reports estimates per second.
+fn bench_batch(c: &mut Criterion, label: &str, engine: &Engine) {
+    const POINTS: usize = 4096;
+    let mut a = Args(0x2545_f491_4f6c_dd1d);
+    let batch: Vec<u32> = (0..POINTS).map(|_| a.next(1, 256)).collect();
+    let isl: Vec<u32> = (0..POINTS).map(|_| a.next(128, 8192)).collect();
+    let osl = vec![2u32; POINTS];
+    let mut g = c.benchmark_group(label);
+    g.throughput(Throughput::Elements(POINTS as u64));
+    let mut out = vec![0.0; POINTS];
+    g.bench_function("decode_osl2_batch_1thread", |b| {
+        b.iter(|| engine.estimate_batch_into(BatchKind::Decode, &batch, &isl, &osl, Some(1), &mut out).unwrap())
+    });
+    g.bench_function("decode_osl2_batch_all_cores", |b| {
+        b.iter(|| engine.estimate_batch_into(BatchKind::Decode, &batch, &isl, &osl, None, &mut out).unwrap())
+    });
+    g.finish();
+}
+
 fn estimates(c: &mut Criterion) {
     let dense = golden_engine("dense.json", "dense/Qwen3-32B/h200_sxm/vllm/tp2-pp1-dp1");
     bench_engine(c, "dense_qwen3_32b_tp2", &dense);
+    bench_batch(c, "dense_qwen3_32b_tp2_batch", &dense);
     let moe = golden_engine("moe.json", "moe/Qwen3-30B-A3B/h200_sxm/vllm/tp4-pp1-dp1-mtp1-ep4");
     bench_engine(c, "moe_qwen3_30b_a3b_tp4_ep4", &moe);
     let mla = golden_engine("mla.json", "mla/DeepSeek-V3/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");

@@ -41,6 +41,10 @@ pub enum AicError {
     /// or a model the forward-pass estimator cannot compile (spec 42); shown as is.
     #[error(transparent)]
     Fpm(#[from] crate::fpm::FpmError),
+    /// One point of a batch call failed: its index and arguments, and why. Maps to the
+    /// exception family of the underlying error.
+    #[error("batch point {index} {point:?}: {source}")]
+    BatchPoint { index: usize, point: [u32; 3], source: Box<AicError> },
 }
 
 /// The exception family an error belongs to at a language boundary.
@@ -69,6 +73,7 @@ impl AicError {
             | AicError::System(_)
             | AicError::Value(_)
             | AicError::Fpm(_) => ErrorClass::Value,
+            AicError::BatchPoint { source, .. } => source.class(),
         }
     }
 

@@ -52,6 +52,6 @@ pub mod memory;
 pub mod ops;
 pub mod spec;
 
-pub use engine::{Engine, LatencyModel, OpResult, RunMode, Source, StaticResult, StaticRun};
+pub use engine::{BatchKind, Engine, LatencyModel, OpResult, RunMode, Source, StaticResult, StaticRun};
 pub use error::{AicError, ErrorClass, Result};
 pub use spec::{Backend, DatabaseMode, EngineConfig, EngineSpec, Op};

@@ -2,6 +2,7 @@
 //! decode (stride quadrature), mixed chunked-prefill steps, decode steps and static runs, and
 //! how the op results combine into totals and name-folded per-op lists.
 
+mod batch;
 mod latency_model;
 mod per_op;
 
@@ -14,6 +15,7 @@ use crate::ops::{CompiledOp, OpValue, Shape};
 use crate::spec::{DatabaseMode, EngineSpec, Op};
 
 pub use crate::ops::Source;
+pub use batch::BatchKind;
 pub use latency_model::*;
 pub use per_op::OpResult;
 use per_op::Folder;
