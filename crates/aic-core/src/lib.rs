@@ -46,6 +46,7 @@ pub mod builder;
 pub mod data;
 pub mod engine;
 pub mod error;
+mod fast_hash;
 pub mod fpm;
 pub mod lookup;
 pub mod memory;

@@ -2,68 +2,82 @@
 //! (linear, or in sqrt space on a table's sequence axis), ragged rescales by the SOL ratio,
 //! and the multi-axis utilisation hold when the query leaves the collected range.
 
-use std::collections::BTreeMap;
+use crate::fast_hash::FastHashSet;
 
 use super::hold_index::HoldIndex;
 use super::{lerp, sol_ratio, sqrt_lerp, Leaf, Miss, Val};
+
+/// Most axes a grid can have.
+const MAX_AXES: usize = 4;
+
+/// A grid key padded to [`MAX_AXES`] (unused trailing axes are 0).
+type Key = [u64; MAX_AXES];
 
 /// Collects rows first-wins, then builds a [`Grid`].
 #[derive(Debug, Clone)]
 pub struct GridBuilder {
     depth: usize,
-    rows: BTreeMap<Vec<u64>, Leaf>,
+    keys: Vec<Key>,
+    leaves: Vec<Leaf>,
+    seen: FastHashSet<Key>,
 }
 
 impl GridBuilder {
-    /// A builder for a grid with `depth` axes (outer first).
+    /// A builder for a grid with `depth` axes (outer first, at most 4).
     pub fn new(depth: usize) -> Self {
-        GridBuilder { depth, rows: BTreeMap::new() }
+        assert!((1..=MAX_AXES).contains(&depth), "a grid has 1 to {MAX_AXES} axes, not {depth}");
+        GridBuilder { depth, keys: Vec::new(), leaves: Vec::new(), seen: FastHashSet::default() }
+    }
+
+    fn pad(&self, key: &[u64]) -> Key {
+        debug_assert_eq!(key.len(), self.depth);
+        let mut k = [0u64; MAX_AXES];
+        k[..self.depth].copy_from_slice(&key[..self.depth]);
+        k
     }
 
     /// Inserts a point unless its key is already present (first wins). Returns true if inserted.
-    pub fn insert(&mut self, key: Vec<u64>, leaf: Leaf) -> bool {
-        debug_assert_eq!(key.len(), self.depth);
-        match self.rows.entry(key) {
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(leaf);
-                true
-            }
-            std::collections::btree_map::Entry::Occupied(_) => false,
+    pub fn insert(&mut self, key: impl AsRef<[u64]>, leaf: Leaf) -> bool {
+        let k = self.pad(key.as_ref());
+        if !self.seen.insert(k) {
+            return false;
         }
+        self.keys.push(k);
+        self.leaves.push(leaf);
+        true
     }
 
     /// True if the key is present.
     pub fn contains(&self, key: &[u64]) -> bool {
-        self.rows.contains_key(key)
+        self.seen.contains(&self.pad(key))
     }
 
     /// Number of points.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.keys.len()
     }
 
     /// True when no point was inserted.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.keys.is_empty()
     }
 
     /// Builds the grid; `sqrt_axis` is the axis blended in sqrt space, if any.
     pub fn build(self, sqrt_axis: Option<usize>) -> Grid {
         let depth = self.depth;
-        let points: Vec<(Vec<u64>, Leaf)> = self.rows.into_iter().collect();
+        // Keys are unique, so the unstable sort is deterministic.
+        let mut points: Vec<(Key, Leaf)> = self.keys.into_iter().zip(self.leaves).collect();
+        points.sort_unstable_by_key(|p| p.0);
         let root = build_node(&points, 0, depth, 0);
-        let coords_log2 = points
-            .iter()
-            .flat_map(|(k, _)| k.iter().map(|&c| log2_clamped(c as f64)))
-            .collect();
-        let coords = points.iter().flat_map(|(k, _)| k.iter().copied()).collect();
+        let coords: Vec<u64> = points.iter().flat_map(|(k, _)| k[..depth].iter().copied()).collect();
+        let coords_log2 = coords.iter().map(|&c| log2_clamped(c as f64)).collect();
         let leaves: Vec<Leaf> = points.into_iter().map(|(_, l)| l).collect();
         let usable = leaves.iter().filter(|l| l.latency > 0.0 && l.latency.is_finite()).count();
         Grid { depth, root, coords, coords_log2, leaves, usable, sqrt_axis }
     }
 }
 
-fn build_node(points: &[(Vec<u64>, Leaf)], level: usize, depth: usize, first: usize) -> Node {
+fn build_node(points: &[(Key, Leaf)], level: usize, depth: usize, first: usize) -> Node {
     let mut keys = Vec::new();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -247,8 +261,11 @@ impl Grid {
         if keys.is_empty() {
             return Err(Fail::Miss);
         }
-        if c >= 0.0 && c.fract() == 0.0 && c <= u64::MAX as f64 {
-            if let Ok(idx) = keys.binary_search(&(c as u64)) {
+        // An integral coordinate may be a key. (`as` saturates, so the round trip holds exactly
+        // for the integers in u64's range; this avoids a libm `trunc` call per level.)
+        let key = c as u64;
+        if key as f64 == c {
+            if let Ok(idx) = keys.binary_search(&key) {
                 return self.child(node, idx, level, q, sol, scratch);
             }
         }

@@ -3,7 +3,9 @@
 //! beyond it); an unknown site blends the utilisation of up to four nearest sites in log2
 //! `(n, k)` space, with the frontier waiver for shapes beyond every site.
 
-use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::fast_hash::FastHashMap;
 
 use super::{lerp, Leaf, Miss, Val};
 
@@ -90,7 +92,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// enumeration order (m first-seen, then n first-seen under m, then k first-seen under (m, n)).
 #[derive(Debug, Default)]
 pub struct ScatteredSitesBuilder {
-    seen: HashMap<(u64, u64, u64), usize>,
+    seen: FastHashMap<(u64, u64, u64), usize>,
     rows: Vec<(u64, u64, u64, Leaf)>,
 }
 
@@ -114,11 +116,11 @@ impl ScatteredSitesBuilder {
     pub fn build(self) -> ScatteredSites {
         // Insertion-ordered nesting m -> n -> k.
         let mut m_order: Vec<u64> = Vec::new();
-        let mut by_m: HashMap<u64, (Vec<u64>, HashMap<u64, Vec<u64>>)> = HashMap::new();
+        let mut by_m: FastHashMap<u64, (Vec<u64>, FastHashMap<u64, Vec<u64>>)> = FastHashMap::default();
         for &(m, n, k, _) in &self.rows {
             let entry = by_m.entry(m).or_insert_with(|| {
                 m_order.push(m);
-                (Vec::new(), HashMap::new())
+                (Vec::new(), FastHashMap::default())
             });
             let ks = entry.1.entry(n).or_insert_with(Vec::new);
             if ks.is_empty() {
@@ -128,7 +130,7 @@ impl ScatteredSitesBuilder {
                 ks.push(k);
             }
         }
-        let mut site_index: HashMap<(u64, u64), usize> = HashMap::new();
+        let mut site_index: FastHashMap<(u64, u64), usize> = FastHashMap::default();
         let mut sites: Vec<GemmSite> = Vec::new();
         for m in &m_order {
             let (ns, ks_by_n) = &by_m[m];
@@ -163,9 +165,7 @@ impl ScatteredSitesBuilder {
                 _ => coverage.push((lo, hi)),
             }
         }
-        let mut by_key: Vec<([u64; 3], Leaf)> = self.rows.iter().map(|&(m, n, k, leaf)| ([m, n, k], leaf)).collect();
-        by_key.sort_unstable_by_key(|p| p.0);
-        ScatteredSites { sites, site_index, coverage, by_key }
+        ScatteredSites { sites, site_index, coverage, by_key: OnceLock::new() }
     }
 }
 
@@ -173,12 +173,13 @@ impl ScatteredSitesBuilder {
 #[derive(Debug, Clone)]
 pub struct ScatteredSites {
     sites: Vec<GemmSite>,
-    site_index: HashMap<(u64, u64), usize>,
+    site_index: FastHashMap<(u64, u64), usize>,
     /// Union of the sites' `m` ranges, as disjoint sorted intervals.
     coverage: Vec<(u64, u64)>,
     /// Every point in ascending `(m, n, k)` order: the order the empirical estimate takes its
-    /// samples in, which decides exact distance ties (not the site enumeration order).
-    by_key: Vec<([u64; 3], Leaf)>,
+    /// samples in, which decides exact distance ties (not the site enumeration order). Built on
+    /// the first empirical query.
+    by_key: OnceLock<Vec<([u64; 3], f64)>>,
 }
 
 /// The sites ordered by distance to one `(n, k)` shape (ties by enumeration order), computed
@@ -203,7 +204,16 @@ impl ScatteredSites {
     /// the goldens settle that the order is the key order of the 3-D grid, not the site
     /// enumeration order).
     pub fn points_in_key_order(&self) -> impl Iterator<Item = (&[u64], f64)> {
-        self.by_key.iter().map(|(c, leaf)| (c.as_slice(), leaf.latency))
+        let points = self.by_key.get_or_init(|| {
+            let mut points: Vec<([u64; 3], f64)> = self
+                .sites
+                .iter()
+                .flat_map(|s| s.ms.iter().zip(&s.leaves).map(move |(&m, leaf)| ([m, s.n, s.k], leaf.latency)))
+                .collect();
+            points.sort_unstable_by_key(|p| p.0);
+            points
+        });
+        points.iter().map(|(c, latency)| (c.as_slice(), *latency))
     }
 
     /// The site collected at exactly `(n, k)`, if any.
