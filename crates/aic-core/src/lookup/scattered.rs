@@ -55,21 +55,23 @@ impl GemmSite {
         // Outside the curve (or a single point): median utilisation of the end points.
         let take = ms.len().min(3);
         let range = if m > last { ms.len() - take..ms.len() } else { 0..take };
-        let mut utils = Vec::with_capacity(3);
-        let mut powers = Vec::with_capacity(3);
+        let mut utils = [0.0f64; 3];
+        let mut powers = [0.0f64; 3];
+        let mut used = 0;
         for i in range {
             let leaf = &self.leaves[i];
             let s = sol(ms[i] as f64, n, k);
             if leaf.latency > 0.0 && s > 0.0 && leaf.latency.is_finite() && s.is_finite() {
-                utils.push(s / leaf.latency);
-                powers.push(leaf.blend_power());
+                utils[used] = s / leaf.latency;
+                powers[used] = leaf.blend_power();
+                used += 1;
             }
         }
-        if utils.is_empty() {
+        if used == 0 {
             return None;
         }
-        let u = median(&mut utils);
-        let p = median(&mut powers);
+        let u = median(&mut utils[..used]);
+        let p = median(&mut powers[..used]);
         Some(Val::derived(sol(m, n, k) / u, p))
     }
 

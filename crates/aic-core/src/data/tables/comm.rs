@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::fast_hash::FastHashMap;
+
 use crate::data::sources::SourceResolver;
 use crate::error::{AicError, Result};
 use crate::lookup::{Grid, GridBuilder, Leaf};
@@ -14,7 +16,7 @@ use super::{no_rows_message, passes_filter, read_sources, to_u64};
 /// Custom all-reduce curves keyed by GPUs; every row is stored under comm quant `half`.
 #[derive(Debug)]
 pub struct CustomAllReduceTable {
-    curves: HashMap<u64, Grid>,
+    curves: FastHashMap<u64, Grid>,
 }
 
 fn is_eager(value: Option<&str>) -> bool {
