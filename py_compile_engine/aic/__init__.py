@@ -13,9 +13,26 @@ and emits an EngineSpec; the native module ``aic._aic`` (Rust) does every estima
 
 from __future__ import annotations
 
-from .compile import compile_engine, compile_engine_json, compile_report
-from .errors import HeadDivisibilityError, UnsupportedArchitectureError
-from .memory import estimate_kv_cache
+#: Front-end names, imported on first use so that ``import aic`` stays cheap for programs that
+#: only load a precompiled spec (``AicEngine.from_spec``): ``name -> (submodule, attribute)``.
+_FRONT_END = {
+    "compile_engine": ("compile", "compile_engine"),
+    "compile_engine_json": ("compile", "compile_engine_json"),
+    "compile_report": ("compile", "compile_report"),
+    "estimate_kv_cache": ("memory", "estimate_kv_cache"),
+    "UnsupportedArchitectureError": ("errors", "UnsupportedArchitectureError"),
+    "HeadDivisibilityError": ("errors", "HeadDivisibilityError"),
+}
+
+_NATIVE_NAMES = (
+    "AicEngine",
+    "PerfDataNotAvailableError",
+    "EmpiricalNotImplementedError",
+    "MissingSystemFlopsError",
+    "ForwardPassPerfModel",
+)
+
+__all__ = [*_FRONT_END, *_NATIVE_NAMES]
 
 
 def _distribution_version() -> str:
@@ -27,35 +44,23 @@ def _distribution_version() -> str:
         return "0.1.0"
 
 
-__version__ = _distribution_version()
-
-_NATIVE_NAMES = (
-    "AicEngine",
-    "PerfDataNotAvailableError",
-    "EmpiricalNotImplementedError",
-    "MissingSystemFlopsError",
-)
-
-__all__ = [
-    "compile_engine",
-    "compile_engine_json",
-    "compile_report",
-    "estimate_kv_cache",
-    "UnsupportedArchitectureError",
-    "HeadDivisibilityError",
-    *_NATIVE_NAMES,
-]
-
-
 def __getattr__(name: str):
-    if name in _NATIVE_NAMES:
-        from .compile import native
+    if name in _FRONT_END:
+        import importlib
+
+        module, attribute = _FRONT_END[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    elif name in _NATIVE_NAMES:
+        from ._native import native
 
         value = getattr(native(), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'aic' has no attribute {name!r}")
+    elif name == "__version__":
+        value = _distribution_version()
+    else:
+        raise AttributeError(f"module 'aic' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_NATIVE_NAMES))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

@@ -8,7 +8,8 @@ Latencies are in milliseconds, energies in watt-milliseconds.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple, Union
+from array import array
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -18,6 +19,16 @@ _BytesLike = Union[bytes, bytearray]
 #: ``(op_name, latency_ms, energy_wms, source)``; ``source`` is one of ``"silicon"``,
 #: ``"empirical"``, ``"sol"``, ``"estimated"`` or ``"mixed"``.
 OpRow = Tuple[str, float, float, str]
+#: ``(op_name, sol_time_ms, sol_math_ms, sol_mem_ms)``: an op's SOL time with its compute and
+#: memory parts.
+SolRow = Tuple[str, float, float, float]
+
+#: One load warning: ``kind`` (``"unparseable_version"``, ``"legacy_marker"``,
+#: ``"unusable_dir"``, ``"malformed_sidecar"``, ``"malformed_reuse"``,
+#: ``"uncovered_legacy_table"``, ``"missing_donor"``, ``"version_fallback"`` or
+#: ``"low_fidelity_rows"``), ``path`` (file or directory, or ``None``), ``table`` (a table
+#: basename such as ``"gemm_perf.parquet"``, or ``None``) and ``message``.
+LoadWarning = Dict[str, Optional[str]]
 
 class PerfDataNotAvailableError(RuntimeError):
     """A perf table, slice, key or anchor needed for the estimate is missing, or a data file is
@@ -38,7 +49,10 @@ class AicEngine:
         """Builds an engine from a compiled spec (binary wire form, or spec JSON as bytes).
 
         The systems folder is the spec's own ``systems_path``, else ``systems_path``, else the
-        default (see :func:`default_systems_path`).
+        default (see :func:`default_systems_path`). With strict provenance (the spec's
+        ``strict_provenance``, or ``AIC_STRICT_PROVENANCE=1``) a data directory of the requested
+        version whose ``collection_meta.yaml`` is missing, malformed or does not list one of its
+        tables, or a malformed ``reuse.yaml``, raises ``ValueError``.
         """
     def predict_prefill_latency(self, bs: int, isl: int, prefix: int = 0) -> float:
         """Context-phase time of a batch of ``bs`` requests of ``isl`` tokens (including the
@@ -114,8 +128,131 @@ class AicEngine:
         x: Optional[int] = None,
     ) -> List[OpRow]:
         """Evaluates a JSON list of ops in one context or generation pass; one row per op."""
+    def evaluate_ops_sol_json(
+        self,
+        ops_json: str,
+        is_context: bool,
+        batch_size: int,
+        s: int,
+        prefix: int = 0,
+        imbalance_correction_scale: float = 1.0,
+        x: Optional[int] = None,
+    ) -> List[SolRow]:
+        """The same pass under the analytic SOL view (whatever the engine's database mode): one
+        row per op name with its SOL time and the compute / memory parts. At a single roofline
+        the time is the larger part; sums inside an op and scale factors apply to all three.
+        An op whose SOL path publishes no split (MoeDispatch, Overlap, a Fallback answered by
+        its chain) raises ``ValueError`` naming it, unless its SOL result is zero."""
+    def estimate_batch(
+        self,
+        kind: str,
+        a: Sequence[int],
+        b: Sequence[int],
+        c: Sequence[int],
+        threads: Optional[int] = None,
+    ) -> "array[float]": ...
     def spec_json(self) -> str:
         """The spec this engine was built from, as JSON text."""
+    def last_provenance(self) -> Optional[str]:
+        """The worst provenance tier of the empirical estimates behind the last compute call made
+        through this object: ``"empirical"`` (own table slice), then the transfers ``"xshape"``,
+        ``"xquant"``, ``"xprofile"``, ``"xop"`` (worst last); ``None`` when every answer came
+        from a table or an analytic formula. Per object: when threads share one object, the call
+        that finished last wins."""
+    def load_warnings(self) -> List[LoadWarning]:
+        """What the loader skipped, relaxed or worked around for this engine's perf data
+        (unparseable version names, legacy markers, malformed sidecars, version fallbacks,
+        low-fidelity cross-backend rows, ...), in first-seen order. Provenance is checked when
+        the data opens; the other warnings come with each table's first load."""
+    def __repr__(self) -> str: ...
+
+#: One FPM v1 record (one attention-DP rank of one iteration); see spec 42 §2.
+FpmRecord = Mapping[str, Any]
+#: One iteration: an FPM record, a list of them (one per rank), or JSON text of either.
+FpmIteration = Union[FpmRecord, Sequence[FpmRecord], str, bytes]
+#: Tuning input: a record (one single-rank iteration), a list of records (one iteration), a
+#: list of such lists, or JSON text of an array of arrays.
+FpmIterations = Union[FpmRecord, Sequence[FpmRecord], Sequence[Sequence[FpmRecord]], str, bytes]
+#: A mapping argument (engine config, options) as a dict or JSON text.
+_JsonMapping = Union[Mapping[str, Any], str, bytes]
+#: Compiles a request (keyword arguments of ``aic.compile_engine``) into spec bytes.
+Compiler = Callable[[Dict[str, Any]], Union[bytes, str]]
+
+class ForwardPassPerfModel:
+    """Forward-pass time of one serving-engine iteration from its scheduler telemetry (FPM v1),
+    with online correction from measured wall times, or a regression fallback (spec 42).
+
+    Thread-safe; every call releases the GIL. Options (all optional): ``max_observations``
+    (64), ``min_observations`` (5), ``min_faster_correction_factor`` (0.5, ``None`` =
+    unbounded), ``max_slower_correction_factor`` (2.0), ``bucket_count`` (16, a perfect
+    square), ``max_num_tokens`` (8192), ``max_batch_size`` (512), ``max_kv_tokens`` (2000000).
+    Invalid input raises ``ValueError``; a missing perf table ``PerfDataNotAvailableError``.
+    """
+
+    @staticmethod
+    def from_engine(engine: AicEngine, options: Optional[_JsonMapping] = None) -> ForwardPassPerfModel:
+        """A native model over an already compiled engine."""
+    @staticmethod
+    def from_native(
+        config: _JsonMapping,
+        options: Optional[_JsonMapping] = None,
+        compiler: Optional[Compiler] = None,
+    ) -> ForwardPassPerfModel:
+        """A native model compiled from an EngineConfig (``schema_version``, ``model_name``,
+        ``system_name``, ``backend``, ``tp_size``, ``pp_size`` required). ``compiler`` defaults
+        to :func:`aic.fpm.compile_request`. Raises ``ValueError`` ("unsupported model for Rust
+        core estimator: compile_engine: ...") when the model cannot be compiled."""
+    @staticmethod
+    def best_available(
+        config: _JsonMapping,
+        options: Optional[_JsonMapping] = None,
+        compiler: Optional[Compiler] = None,
+    ) -> ForwardPassPerfModel:
+        """:meth:`from_native`, or a regression model with :attr:`last_warning` set when the
+        model cannot be compiled or its data is unavailable."""
+    @staticmethod
+    def from_regression(options: Optional[_JsonMapping] = None) -> ForwardPassPerfModel:
+        """A regression-only model (no engine)."""
+    def estimate_forward_pass_time_ms(self, metrics: FpmIteration) -> Optional[float]:
+        """Predicted forward-pass time of one iteration, ms; ``None`` when a regression model
+        has no fit for the iteration's kind yet; 0.0 for an empty iteration."""
+    def tune_with_fpms(self, iterations: FpmIterations) -> None:
+        """Learns from measured iterations (``wall_time`` in seconds). Stops at the first
+        error; earlier updates stay."""
+    def diagnostics(self) -> Dict[str, Any]:
+        """``source``, ``readiness``, ``retained_observations``, ``correction_ready_buckets``,
+        ``last_warning``."""
+    def diagnostics_json(self) -> str:
+        """:meth:`diagnostics` as compact JSON text."""
+    def min_correction_factor(self) -> Optional[float]:
+        """Smallest bucket correction factor over the ready kinds (``None``: none, or a
+        regression model)."""
+    def max_correction_factor(self) -> Optional[float]:
+        """Largest bucket correction factor over the ready kinds."""
+    def avg_correction_factor(self) -> Optional[float]:
+        """Mean bucket correction factor over the ready kinds."""
+    def get_min_correction_factor(self) -> Optional[float]:
+        """:meth:`min_correction_factor` (the reference facade's name)."""
+    def get_max_correction_factor(self) -> Optional[float]:
+        """:meth:`max_correction_factor` (the reference facade's name)."""
+    def get_avg_correction_factor(self) -> Optional[float]:
+        """:meth:`avg_correction_factor` (the reference facade's name)."""
+    @property
+    def last_warning(self) -> Optional[str]:
+        """Why the native estimator is unavailable (after a ``best_available`` fallback)."""
+    @property
+    def is_native(self) -> bool:
+        """Whether estimates come from a compiled engine."""
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The options in force."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+    def close(self) -> None:
+        """Drops the model; later calls raise ``ValueError``."""
+    def __enter__(self) -> ForwardPassPerfModel: ...
+    def __exit__(self, *exc: object) -> bool: ...
     def __repr__(self) -> str: ...
 
 def resolve_backend_version(
@@ -163,3 +300,36 @@ def estimate_kv_cache_unbuilt(
     """The KV-cache estimate of an engine whose spec could not be compiled (``build_error`` is
     the compile message): the naive estimate when the request allows it, else ``ValueError``
     ("unsupported model/backend/GPU for KV-cache estimation: ...")."""
+
+def table_names() -> List[str]:
+    """The perf tables of a database, in display order (``"gemm"``, ``"context_attention"``,
+    ..., ``"scale_matrix"``)."""
+
+def table_coverage_json(
+    systems_path: Optional[_PathLike],
+    system: str,
+    backend: str,
+    version: Optional[str] = None,
+    enable_shared_layer: bool = True,
+) -> str:
+    """What each perf table of (system, backend, version) covers, as JSON text (schema
+    ``aic-table-coverage/1``): ``schema``, ``system``, ``backend``, ``version``,
+    ``shared_layer``, ``data_root`` and ``tables``, each with ``table``, ``family``, ``file``,
+    ``error`` (``None`` when loaded), ``rows``, ``slices``, ``keys`` (``name``, distinct
+    ``values``), ``axes`` (``name``, ``min``, ``max``, ``count``) and ``sources`` (``path``,
+    ``framework``, ``version``, ``rows``). ``version`` ``None`` is the current slot; an unknown
+    system, backend or version raises ``ValueError`` listing the valid ones."""
+
+def table_view(
+    systems_path: Optional[_PathLike],
+    system: str,
+    backend: str,
+    table: str,
+    version: Optional[str] = None,
+    enable_shared_layer: bool = True,
+) -> Dict[str, Any]:
+    """One perf table as loaded: ``table``, ``family``, ``file``, ``system``, ``backend``,
+    ``version``, ``sources`` and ``slices``; each slice has ``key`` (component -> value),
+    ``axes`` (outer first), ``coords`` (axis -> ``array('Q')``) and ``latency_ms``,
+    ``power_w``, ``energy_wms`` (``array('d')``), one entry per collected point. An unknown
+    table name raises ``ValueError`` listing :func:`table_names`."""

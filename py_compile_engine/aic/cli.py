@@ -214,9 +214,12 @@ def _num(value, digits: int = 4) -> str:
 @click.option("--gen-tokens", type=click.IntRange(min=0), default=None,
               help="Decoding requests in the mixed / decode step (default: batch).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Also list the perf-data load warnings (skipped versions, legacy markers, "
+                   "fallbacks, ...) on stderr.")
 @click.pass_context
 def estimate_cmd(ctx, model, spec_file, batch, isl, osl, prefix, ctx_tokens, gen_tokens, as_json,
-                 **kwargs):
+                 verbose, **kwargs):
     """Latencies and throughput for one batch shape."""
     engine, _ = _load_engine(ctx, model, spec_file, kwargs)
     ctx_tokens = isl if ctx_tokens is None else ctx_tokens
@@ -281,6 +284,10 @@ def estimate_cmd(ctx, model, spec_file, batch, isl, osl, prefix, ctx_tokens, gen
             click.echo(line)
         for key, message in errors.items():
             click.echo(f"error in {key}: {message}", err=True)
+    if verbose:
+        # After the estimates: tables load on first use, and each load may add warnings.
+        for warning in engine.load_warnings():
+            click.echo(f"load warning [{warning['kind']}]: {warning['message']}", err=True)
     if errors:
         ctx.exit(1)
 
@@ -501,6 +508,73 @@ def data_import_cmd(src, dest):
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported {summary.files} files ({', '.join(summary.trees)}) into {summary.dest}"
                f"{'; NOTICE copied' if summary.notice else ''}; wrote {summary.checksums.name}")
+
+
+def _coverage_rows(coverage: dict) -> list[tuple]:
+    """One row per table: name, family, rows, slices, dtypes, other keys, axes, versions."""
+    rows = []
+    for t in coverage["tables"]:
+        if t["error"] is not None:
+            rows.append((t["table"], t["family"], "-", "-", "not available", "", "", ""))
+            continue
+        dtype_keys = [k for k in t["keys"] if k["name"].endswith("quant") or k["name"] == "dtype"]
+        dtypes = "; ".join(f"{k['name']}: {', '.join(map(str, k['values']))}" for k in dtype_keys)
+        others = ", ".join(f"{k['name']} x{len(k['values'])}" for k in t["keys"] if k not in dtype_keys)
+        axes = "; ".join(f"{a['name']} {a['min']}..{a['max']} x{a['count']}" for a in t["axes"])
+        versions = ", ".join(dict.fromkeys(f"{s['framework']} {s['version']}" for s in t["sources"]
+                                           if s["rows"] > 0))
+        rows.append((t["table"], t["family"], t["rows"], t["slices"], dtypes, others, axes,
+                     versions))
+    return rows
+
+
+@data_group.command("show", context_settings=CONTEXT_SETTINGS)
+@click.argument("system")
+@click.argument("backend")
+@click.argument("version", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema "
+              "aic-table-coverage/1).")
+@click.option("--no-shared-layer", is_flag=True,
+              help="Only the version's own files (no older versions or shared kernels).")
+@click.option("--systems-path", "local_systems_path", default=None)
+@click.pass_context
+def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local_systems_path):
+    """List what each perf table of SYSTEM / BACKEND [VERSION] covers.
+
+    VERSION is a slot alias (current, previous, next) or a literal version; the default is the
+    current slot. Per table: family, rows, slices, dtypes / quant modes, the other key
+    components (distinct counts), each axis as min..max x distinct values, and the framework
+    versions of the files that contributed rows (listed under "sources").
+    """
+    from .compile import native
+
+    try:
+        mod = native()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        text = mod.table_coverage_json(_systems_path(ctx, local_systems_path), system, backend,
+                                       version, enable_shared_layer=not no_shared_layer)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    coverage = json.loads(text)
+    if as_json:
+        click.echo(json.dumps(coverage, indent=2))
+        return
+    layer = "off" if no_shared_layer else "on"
+    click.echo(f"{coverage['system']} / {coverage['backend']} {coverage['version']} "
+               f"(shared layer {layer}; {coverage['data_root']})")
+    headers = ("table", "family", "rows", "slices", "dtypes", "other keys", "axes (min..max x n)",
+               "versions")
+    for line in _table(_coverage_rows(coverage), headers, "llrrllll"):
+        click.echo(line)
+    click.echo("")
+    click.echo("sources (rows kept):")
+    for t in coverage["tables"]:
+        if t["error"] is not None:
+            click.echo(f"  {t['table']}: not available: {t['error']}")
+        for src in t["sources"]:
+            click.echo(f"  {t['table']}: {src['path']} ({src['rows']})")
 
 
 if __name__ == "__main__":  # pragma: no cover

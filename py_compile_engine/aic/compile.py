@@ -21,6 +21,7 @@ from typing import Protocol
 
 from . import families, paths
 from .families import BuildContext
+from ._native import native
 from .hf_config import ModelConfig, load_model_config
 from .parallel import apply_defaults, resolve_parallel, validate_nextn
 from .quant import VOCABULARIES, QuantModes, resolve_quant, validate_mode_names
@@ -35,18 +36,6 @@ from .spec_builder import (
 )
 
 BACKENDS = ("trtllm", "sglang", "vllm")
-
-
-def native():
-    """The native module ``aic._aic`` (raises ``ImportError`` with a hint when it is not built)."""
-    try:
-        from . import _aic  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise ImportError(
-            "the native module aic._aic is not available (build it with `pip install -e .` or "
-            f"`maturin develop` at the repository root): {exc}"
-        ) from exc
-    return _aic
 
 
 class Resolver(Protocol):

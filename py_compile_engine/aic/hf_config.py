@@ -14,6 +14,7 @@ Where the config comes from (spec 30 §2.1, goldens README §5.5):
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -268,21 +269,47 @@ def _architecture(cfg: dict) -> str | None:
     return None
 
 
+#: Sizes travel to the engine as unsigned 32-bit integers.
+_SIZE_LIMIT = 2**32
+
+
+def _size(value, key: str, where: str) -> int:
+    """A model size from the config: an integer (or integral float) in ``[0, 2**32)``. NaN,
+    infinity, booleans, strings and out-of-range numbers are ``ValueError``s naming the field."""
+    integral = isinstance(value, int) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+    if isinstance(value, bool) or not integral:
+        raise ValueError(f"model config {where}: field {key!r} must be an integer, got {value!r}")
+    value = int(value)
+    if not 0 <= value < _SIZE_LIMIT:
+        raise ValueError(
+            f"model config {where}: field {key!r} must be between 0 and {_SIZE_LIMIT - 1}, got "
+            f"{value}; fix the value in the config"
+        )
+    return value
+
+
+def _positive(value: int, key: str, where: str) -> int:
+    if value <= 0:
+        raise ValueError(
+            f"model config {where}: field {key!r} must be a positive integer, got {value}; a model "
+            f"needs at least one"
+        )
+    return value
+
+
 def _int_field(cfg: dict, key: str, where: str) -> int:
+    """A required size that must be at least 1."""
     if key not in cfg or cfg[key] is None:
         raise ValueError(f"model config {where} lacks the required field {key!r}")
-    value = cfg[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"model config {where}: field {key!r} must be an integer, got {value!r}")
-    return int(value)
+    return _positive(_size(cfg[key], key, where), key, where)
 
 
 def _opt_int(value, key: str, where: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"model config {where}: field {key!r} must be an integer, got {value!r}")
-    return int(value)
+    return _size(value, key, where)
 
 
 def parse_model_config(raw: RawConfig) -> ModelConfig:
@@ -325,6 +352,7 @@ def parse_model_config(raw: RawConfig) -> ModelConfig:
             f"model config {where} lacks the layer count (num_hidden_layers, layers_block_type "
             f"or hybrid_override_pattern)"
         )
+    _positive(layers, "num_hidden_layers", where)
     hidden = _int_field(fields, "hidden_size", where)
     heads = _int_field(fields, "num_attention_heads", where)
     vocab = _int_field(fields, "vocab_size", where)

@@ -4,12 +4,14 @@
 //!
 //! ```sh
 //! cargo run --release -p aic-core --example mocker -- --requests 500 --rate 4 --threads 2
+//! cargo run --release -p aic-core --example mocker -- --requests 200 --fpm
 //! ```
 //!
 //! Options: `--spec FILE` (default: `examples/specs/qwen3-32b_h200_vllm_tp2.json`), `--requests N`,
 //! `--rate R` (arrivals per second), `--threads T` (T identical simulations sharing one
 //! `Arc<Engine>`; they must agree to the bit), `--seed S`, `--budget TOKENS` (tokens per
-//! iteration), `--max-running N` (concurrent requests).
+//! iteration), `--max-running N` (concurrent requests), `--fpm` (price iterations through the
+//! forward-pass perf model instead, and print its diagnostics at the end).
 //!
 //! The scheduler, per iteration: every running request past its prefill decodes one token; the
 //! rest of the token budget goes to prompt chunks, first-come first-served, admitting waiting
@@ -17,12 +19,18 @@
 //! mixed step (prefill-only when nothing decodes), one without as a decode step, with the
 //! iteration's requests described by their mean prompt and output lengths (the engine's
 //! workload convention); simulated time advances by the estimate.
+//!
+//! With `--fpm` the same iteration is described the way a serving engine reports it (FPM v1
+//! telemetry: request counts, new prefill tokens, KV tokens already cached for the chunked
+//! prompts, total KV length of the decoding requests) and priced by
+//! `ForwardPassPerfModel::from_engine` over the same engine (spec 42).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aic_core::{Engine, LatencyModel, Result};
+use aic_core::fpm::{ForwardPassMetrics, ForwardPassPerfModel};
+use aic_core::{AicError, Engine, LatencyModel, Result};
 
 /// One synthetic request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,6 +99,75 @@ pub fn synthetic_trace(cfg: &SimConfig) -> Vec<Request> {
         .collect()
 }
 
+/// What one planned iteration computes, in the scheduler's own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Iteration {
+    /// Prompt tokens computed this iteration (all chunks).
+    pub ctx_tokens: u32,
+    /// Requests with a prompt chunk this iteration.
+    pub prefill_requests: u32,
+    /// Prompt tokens those requests already have in the KV cache (earlier chunks).
+    pub prefill_kv_tokens: u32,
+    /// Requests decoding one token.
+    pub decode_requests: u32,
+    /// Total KV length of the decoding requests (prompt plus tokens generated so far).
+    pub decode_kv_tokens: u32,
+    /// Mean prompt length of the iteration's requests.
+    pub isl: u32,
+    /// Mean output length of the iteration's requests.
+    pub osl: u32,
+}
+
+/// Prices one iteration (ms).
+pub trait StepPricer: Sync {
+    /// Duration of the iteration, ms.
+    fn step_ms(&self, it: &Iteration) -> Result<f64>;
+}
+
+/// Prices iterations with a [`LatencyModel`]: a mixed step when prompt tokens are computed,
+/// else a decode step, at the iteration's mean prompt and output lengths.
+pub struct EngineSteps<'a>(pub &'a dyn LatencyModel);
+
+impl StepPricer for EngineSteps<'_> {
+    fn step_ms(&self, it: &Iteration) -> Result<f64> {
+        if it.ctx_tokens > 0 {
+            self.0.mixed_step_ms(it.ctx_tokens, it.decode_requests, it.isl, it.osl, 0)
+        } else {
+            self.0.decode_step_ms(it.decode_requests, it.isl, it.osl)
+        }
+    }
+}
+
+/// Prices iterations with the forward-pass perf model, from their FPM v1 telemetry.
+pub struct FpmSteps<'a>(pub &'a ForwardPassPerfModel);
+
+impl FpmSteps<'_> {
+    /// The iteration as one attention-DP rank's FPM record.
+    pub fn metrics(it: &Iteration) -> ForwardPassMetrics {
+        let mut m = ForwardPassMetrics::default();
+        let s = &mut m.scheduled_requests;
+        s.num_prefill_requests = it.prefill_requests;
+        s.sum_prefill_tokens = it.ctx_tokens;
+        s.sum_prefill_kv_tokens = it.prefill_kv_tokens;
+        s.num_decode_requests = it.decode_requests;
+        s.sum_decode_kv_tokens = it.decode_kv_tokens;
+        m
+    }
+}
+
+impl StepPricer for FpmSteps<'_> {
+    fn step_ms(&self, it: &Iteration) -> Result<f64> {
+        self.0.estimate(&[Self::metrics(it)])?.ok_or_else(|| {
+            AicError::value("the forward-pass model has no estimate yet (a regression model without a fit)")
+        })
+    }
+}
+
+/// A sum of token counts as an FPM counter (u32), or an error naming the counter.
+fn counter(what: &str, total: u64) -> Result<u32> {
+    u32::try_from(total).map_err(|_| AicError::value(format!("{what} = {total} does not fit an FPM counter (u32)")))
+}
+
 /// Progress of an admitted request.
 struct Running {
     req: Request,
@@ -101,6 +178,11 @@ struct Running {
 
 /// Runs the trace to completion; one `model` call per iteration.
 pub fn simulate(model: &dyn LatencyModel, trace: &[Request], cfg: &SimConfig) -> Result<Report> {
+    simulate_with(&EngineSteps(model), trace, cfg)
+}
+
+/// Runs the trace to completion; one `pricer` call per iteration.
+pub fn simulate_with(pricer: &dyn StepPricer, trace: &[Request], cfg: &SimConfig) -> Result<Report> {
     let mut report = Report::default();
     let (mut now, mut next) = (0.0_f64, 0_usize); // simulated clock; next trace entry to admit
     let mut running: Vec<Running> = Vec::new();
@@ -129,11 +211,20 @@ pub fn simulate(model: &dyn LatencyModel, trace: &[Request], cfg: &SimConfig) ->
         let n = members.len() as u64;
         let isl = (members.iter().map(|r| u64::from(r.req.prompt)).sum::<u64>() / n) as u32;
         let osl = (members.iter().map(|r| u64::from(r.req.output)).sum::<u64>() / n) as u32;
-        let step_ms = if ctx_tokens > 0 {
-            model.mixed_step_ms(ctx_tokens, decoding, isl, osl, 0)?
-        } else {
-            model.decode_step_ms(decoding, isl, osl)?
+        let chunked = || running.iter().zip(&chunks).filter(|(_, c)| **c > 0).map(|(r, _)| r);
+        let iteration = Iteration {
+            ctx_tokens,
+            prefill_requests: chunked().count() as u32,
+            prefill_kv_tokens: counter("prefill KV tokens", chunked().map(|r| u64::from(r.prefilled)).sum())?,
+            decode_requests: decoding,
+            decode_kv_tokens: counter(
+                "decode KV tokens",
+                running.iter().filter(|r| r.generated > 0).map(|r| u64::from(r.req.prompt + r.generated)).sum(),
+            )?,
+            isl,
+            osl,
         };
+        let step_ms = pricer.step_ms(&iteration)?;
         now += step_ms;
         report.iterations += 1;
         // Apply it: chunks advance prefills (the last chunk yields the first token), decodes
@@ -176,11 +267,24 @@ pub fn percentile(values: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
-fn parse_args() -> std::result::Result<(PathBuf, SimConfig, usize), String> {
+/// Command-line settings.
+struct Args {
+    spec: PathBuf,
+    cfg: SimConfig,
+    threads: usize,
+    /// Price iterations through the forward-pass perf model.
+    fpm: bool,
+}
+
+fn parse_args() -> std::result::Result<Args, String> {
     let mut spec = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/specs/qwen3-32b_h200_vllm_tp2.json"));
-    let (mut cfg, mut threads) = (SimConfig::default(), 2_usize);
+    let (mut cfg, mut threads, mut fpm) = (SimConfig::default(), 2_usize, false);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--fpm" {
+            fpm = true;
+            continue;
+        }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
         match flag.as_str() {
@@ -203,11 +307,11 @@ fn parse_args() -> std::result::Result<(PathBuf, SimConfig, usize), String> {
     {
         return Err("--requests, --rate, --threads, --budget and --max-running must be positive".into());
     }
-    Ok((spec, cfg, threads))
+    Ok(Args { spec, cfg, threads, fpm })
 }
 
 fn main() {
-    let (spec, cfg, threads) = parse_args().unwrap_or_else(|e| {
+    let Args { spec, cfg, threads, fpm } = parse_args().unwrap_or_else(|e| {
         eprintln!("mocker: {e}");
         std::process::exit(2);
     });
@@ -215,6 +319,13 @@ fn main() {
         eprintln!("mocker: {e}");
         std::process::exit(1);
     }));
+    // One forward-pass model shared by every simulation thread, over the same engine.
+    let fpm_model = fpm.then(|| {
+        Arc::new(ForwardPassPerfModel::from_engine(Arc::clone(&engine), None).unwrap_or_else(|e| {
+            eprintln!("mocker: {e}");
+            std::process::exit(1);
+        }))
+    });
     let trace = Arc::new(synthetic_trace(&cfg));
     let ec = &engine.spec().engine;
     println!(
@@ -231,14 +342,21 @@ fn main() {
         "workload: {} requests at {} req/s, seed {}, budget {} tokens/iteration, max {} running, {} thread(s)",
         cfg.requests, cfg.rate, cfg.seed, cfg.token_budget, cfg.max_running, threads
     );
+    println!(
+        "pricing:  {}",
+        if fpm_model.is_some() { "forward-pass perf model over FPM telemetry (--fpm)" } else { "engine mixed / decode steps" }
+    );
 
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
-            let (engine, trace) = (Arc::clone(&engine), Arc::clone(&trace));
+            let (engine, trace, fpm_model) = (Arc::clone(&engine), Arc::clone(&trace), fpm_model.clone());
             std::thread::spawn(move || {
                 let t0 = Instant::now();
-                let report = simulate(engine.as_ref(), &trace, &cfg);
+                let report = match &fpm_model {
+                    Some(model) => simulate_with(&FpmSteps(model), &trace, &cfg),
+                    None => simulate(engine.as_ref(), &trace, &cfg),
+                };
                 (report, t0.elapsed().as_secs_f64())
             })
         })
@@ -285,7 +403,106 @@ fn main() {
         "determinism: {threads} thread(s) sharing one Arc<Engine>: {}",
         if identical { "all reports identical" } else { "REPORTS DIFFER" }
     );
+    if let Some(model) = &fpm_model {
+        println!("fpm diagnostics: {}", model.diagnostics());
+    }
     if !identical {
         std::process::exit(1);
+    }
+}
+
+// Compiled and run as part of `cargo test -p aic-core --test rust_callers`, which includes this
+// file as a module.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Every iteration costs 10 ms; records what the scheduler asked for.
+    struct Recorder(Mutex<Vec<Iteration>>);
+
+    impl StepPricer for Recorder {
+        fn step_ms(&self, it: &Iteration) -> Result<f64> {
+            self.0.lock().unwrap().push(*it);
+            Ok(10.0)
+        }
+    }
+
+    fn example_engine() -> Arc<Engine> {
+        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/specs/qwen3-32b_h200_vllm_tp2.json");
+        Arc::new(Engine::from_spec_file(std::path::Path::new(spec), None).unwrap())
+    }
+
+    #[test]
+    fn iterations_carry_the_fpm_telemetry_of_the_schedule() {
+        let recorder = Recorder(Mutex::new(Vec::new()));
+        let cfg = SimConfig { token_budget: 2048, max_running: 8, ..SimConfig::default() };
+        let trace =
+            [Request { arrival_ms: 0.0, prompt: 5000, output: 3 }, Request { arrival_ms: 5.0, prompt: 100, output: 2 }];
+        simulate_with(&recorder, &trace, &cfg).unwrap();
+        let it = |ctx, np, pkv, nd, dkv, isl, osl| Iteration {
+            ctx_tokens: ctx,
+            prefill_requests: np,
+            prefill_kv_tokens: pkv,
+            decode_requests: nd,
+            decode_kv_tokens: dkv,
+            isl,
+            osl,
+        };
+        // Two chunks of A (the second on top of 2048 cached tokens), then A's last 904 tokens
+        // (4096 cached) with all of B, then both decode (KV 5001 + 101), then A alone (5002).
+        assert_eq!(
+            recorder.0.into_inner().unwrap(),
+            [
+                it(2048, 1, 0, 0, 0, 5000, 3),
+                it(2048, 1, 2048, 0, 0, 5000, 3),
+                it(1004, 2, 4096, 0, 0, 2550, 2),
+                it(0, 0, 0, 2, 5102, 2550, 2),
+                it(0, 0, 0, 1, 5002, 5000, 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn fpm_steps_price_the_iteration_telemetry() {
+        let engine = example_engine();
+        let model = ForwardPassPerfModel::from_engine(Arc::clone(&engine), None).unwrap();
+        let pricer = FpmSteps(&model);
+        let chunk = Iteration { ctx_tokens: 2048, prefill_requests: 1, isl: 5000, osl: 3, ..Iteration::default() };
+        let m = FpmSteps::metrics(&chunk);
+        assert_eq!((m.scheduled_requests.num_prefill_requests, m.scheduled_requests.sum_prefill_tokens), (1, 2048));
+        // A first chunk with nothing cached is a plain prefill of its tokens.
+        let ms = pricer.step_ms(&chunk).unwrap();
+        assert!((ms - engine.prefill_latency_ms(1, 2048, 0).unwrap()).abs() <= 1e-12 * ms, "{ms}");
+        // Decode-only: one step of 16 requests at KV 2049 each = the engine's decode of osl 2.
+        let decode = Iteration { decode_requests: 16, decode_kv_tokens: 16 * 2049, ..Iteration::default() };
+        let ms = pricer.step_ms(&decode).unwrap();
+        assert!((ms - engine.decode_latency_ms(16, 2048, 2).unwrap()).abs() <= 1e-12 * ms, "{ms}");
+        // A regression model without a fit cannot price a step.
+        let untrained = ForwardPassPerfModel::from_regression(None).unwrap();
+        let err = FpmSteps(&untrained).step_ms(&decode).unwrap_err();
+        assert!(err.to_string().contains("no estimate yet"), "{err}");
+    }
+
+    #[test]
+    fn fpm_simulation_is_deterministic_across_threads() {
+        let cfg = SimConfig { requests: 30, rate: 6.0, ..SimConfig::default() };
+        let trace = Arc::new(synthetic_trace(&cfg));
+        let model = Arc::new(ForwardPassPerfModel::from_engine(example_engine(), None).unwrap());
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                let (model, trace) = (Arc::clone(&model), Arc::clone(&trace));
+                std::thread::spawn(move || simulate_with(&FpmSteps(&model), &trace, &cfg).unwrap())
+            })
+            .collect();
+        let reports: Vec<_> = runs.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(reports[0], reports[1]);
+        let r = &reports[0];
+        assert_eq!((r.ttft_ms.len(), r.tpot_ms.len()), (30, 30));
+        assert_eq!(r.output_tokens, trace.iter().map(|q| u64::from(q.output)).sum::<u64>());
+        let tpot = percentile(&r.tpot_ms, 50.0);
+        assert!(tpot > 5.0 && tpot < 200.0, "TPOT p50 {tpot}");
+        // Pricing only: the model learns nothing during a simulation.
+        assert_eq!(model.retained_observations(), 0);
     }
 }

@@ -41,6 +41,27 @@ pub enum AicError {
     /// or a model the forward-pass estimator cannot compile (spec 42); shown as is.
     #[error(transparent)]
     Fpm(#[from] crate::fpm::FpmError),
+    /// An op whose SOL path publishes no (math, mem) split was given to the SOL decomposition
+    /// entry point (spec 20 §0.7: WideEP MLA, MoeDispatch, Overlap, a Fallback that used its
+    /// chain) and its SOL time is not zero.
+    #[error(
+        "no SOL decomposition for op \"{op}\" ({kind}, SOL time {sol_ms} ms): its SOL path \
+         publishes no (math, mem) split; read its SOL time with evaluate_ops_json in SOL mode, \
+         or leave it out of the op list"
+    )]
+    NoSolDecomposition {
+        /// The op's name.
+        op: String,
+        /// What it is (`MoeDispatch`, `Overlap`, a `Fallback` answered by its chain).
+        kind: &'static str,
+        /// Its SOL-mode latency, ms.
+        sol_ms: f64,
+    },
+    /// Strict provenance (spec 10 §8.6) rejected the perf data: a data dir whose
+    /// `collection_meta.yaml` is missing, malformed or does not list a table, or a malformed
+    /// `reuse.yaml`. Not a missing-data error, so no `Fallback` or HYBRID estimate hides it.
+    #[error("perf data provenance error: {message} ({path})")]
+    Provenance { path: PathBuf, message: String },
     /// One point of a batch call failed: its index and arguments, and why. Maps to the
     /// exception family of the underlying error.
     #[error("batch point {index} {point:?}: {source}")]
@@ -73,6 +94,8 @@ impl AicError {
             | AicError::System(_)
             | AicError::Value(_)
             | AicError::Fpm(_) => ErrorClass::Value,
+            AicError::NoSolDecomposition { .. } => ErrorClass::Value,
+            AicError::Provenance { .. } => ErrorClass::Value,
             AicError::BatchPoint { source, .. } => source.class(),
         }
     }

@@ -7,25 +7,30 @@
 //! 2^32 or more before anything runs.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use aic_core::data::lanes::{attention_lane_order as core_lane_order, AttentionPhase};
 use aic_core::data::system::SystemSpec;
 use aic_core::data::versions::resolve_backend_version as core_resolve_version;
+use aic_core::engine::provenance::with_provenance;
+use aic_core::engine::ProvenanceTier;
 use aic_core::memory::{
     estimate_kv_cache as core_estimate_kv_cache,
     estimate_kv_cache_unbuilt as core_estimate_kv_cache_unbuilt, KvCacheEstimate, KvCacheRequest,
     ModelFacts,
 };
-use aic_core::{Backend, Engine, EngineConfig, EngineSpec, OpResult, RunMode, StaticRun};
-use pyo3::exceptions::PyValueError;
+use aic_core::{Backend, BatchKind, Engine, EngineConfig, EngineSpec, OpResult, RunMode, StaticRun};
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::{
     guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
 };
+
+mod views;
 
 /// One per-op row as Python sees it: `(name, latency_ms, energy_wms, source)`.
 type OpRow = (String, f64, f64, &'static str);
@@ -116,18 +121,29 @@ fn path_to_string(path: PathBuf) -> String {
 /// safe to share between threads; every estimate releases the GIL.
 #[pyclass(frozen, module = "aic._aic", name = "AicEngine")]
 pub struct AicEngine {
-    inner: Engine,
+    inner: Arc<Engine>,
+    /// Provenance tier code of the last compute call made through this object (0 = none).
+    last_tier: AtomicU8,
 }
 
 impl AicEngine {
-    /// Runs `f` on the engine with the GIL released, errors and panics mapped to Python.
+    /// The engine, shared (the forward-pass model wraps the same compiled engine).
+    pub(crate) fn shared_engine(&self) -> Arc<Engine> {
+        Arc::clone(&self.inner)
+    }
+
+    /// Runs the compute call `f` on the engine with the GIL released, errors and panics mapped
+    /// to Python, and keeps the call's provenance tier for `last_provenance()`.
     fn run<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&Engine) -> aic_core::Result<T> + Send,
     ) -> PyResult<T> {
         let engine = &self.inner;
-        py.detach(|| guarded(|| f(engine))).map_err(PyErr::from)
+        let (result, tier) = py.detach(|| with_provenance(|| guarded(|| f(engine))));
+        self.last_tier
+            .store(ProvenanceTier::code(tier), Ordering::Relaxed);
+        result.map_err(PyErr::from)
     }
 }
 
@@ -154,7 +170,10 @@ impl AicEngine {
         let inner = py
             .detach(|| guarded(|| Engine::from_spec_bytes(bytes, root)))
             .map_err(PyErr::from)?;
-        Ok(AicEngine { inner })
+        Ok(AicEngine {
+            inner: Arc::new(inner),
+            last_tier: AtomicU8::new(0),
+        })
     }
 
     /// Context-phase (prefill) time of a batch, ms. `isl` includes the cached `prefix`.
@@ -347,9 +366,115 @@ impl AicEngine {
         Ok(op_rows(rows))
     }
 
-    /// The spec this engine was built from, as JSON text.
+    /// Evaluates a JSON list of ops under the analytic SOL view (whatever the engine's database
+    /// mode): rows `(name, sol_time_ms, sol_math_ms, sol_mem_ms)`, folded by op name. An op whose
+    /// SOL path publishes no compute/memory split (MoeDispatch, Overlap, a Fallback answered by
+    /// its chain) raises `ValueError` unless its SOL result is zero.
+    #[pyo3(signature = (
+        ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None
+    ))]
+    fn evaluate_ops_sol_json(
+        &self,
+        py: Python<'_>,
+        ops_json: &str,
+        is_context: bool,
+        batch_size: u32,
+        s: u32,
+        prefix: u32,
+        imbalance_correction_scale: f64,
+        x: Option<u64>,
+    ) -> PyResult<Vec<(String, f64, f64, f64)>> {
+        let rows = self.run(py, |e| {
+            e.evaluate_ops_sol_json(
+                ops_json,
+                is_context,
+                batch_size,
+                s,
+                prefix,
+                imbalance_correction_scale,
+                x,
+            )
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.name, r.sol_time_ms, r.sol_math_ms, r.sol_mem_ms))
+            .collect())
+    }
+
+    /// Many estimates in one call, split across cores (GIL released): `kind` is `"prefill"`
+    /// (columns batch, isl, prefix), `"decode"` (batch, isl, osl) or `"decode_step"`
+    /// (gen_tokens, isl, osl). The columns are equal-length sequences of non-negative integers
+    /// (lists, tuples, `array`s, numpy arrays); the result is an `array.array('d')` of
+    /// latencies in ms. `threads=None` uses every core, `1` the calling thread; the values do
+    /// not depend on it. A failing point raises the error of its kind, naming the lowest
+    /// failing index and its arguments.
+    #[pyo3(signature = (kind, a, b, c, threads=None))]
+    fn estimate_batch<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &str,
+        a: Vec<i64>,
+        b: Vec<i64>,
+        c: Vec<i64>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kind = BatchKind::parse(kind).map_err(|e| crate::errors::core_error(&e))?;
+        let column = |name: &str, values: Vec<i64>| -> PyResult<Vec<u32>> {
+            values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    u32::try_from(v).map_err(|_| {
+                        PyOverflowError::new_err(format!(
+                            "column {name}[{i}] = {v} is out of range: counts are integers in 0..=4294967295"
+                        ))
+                    })
+                })
+                .collect()
+        };
+        let (a, b, c) = (column("a", a)?, column("b", b)?, column("c", c)?);
+        let values = self.run(py, |engine| engine.estimate_batch(kind, &a, &b, &c, threads))?;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let out = py.import("array")?.getattr("array")?.call1(("d",))?;
+        out.call_method1("frombytes", (PyBytes::new(py, &bytes),))?;
+        Ok(out)
+    }
+
+    /// The spec this engine was built from, as JSON text (not a compute call: it leaves
+    /// `last_provenance()` alone).
     fn spec_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.run(py, |e| Ok(e.spec().to_json()))
+        let engine = &self.inner;
+        py.detach(|| guarded(|| Ok(engine.spec().to_json())))
+            .map_err(PyErr::from)
+    }
+
+    /// The worst provenance tier of the empirical estimates behind the last compute call made
+    /// through this object: `"empirical"` (own table slice), `"xshape"`, `"xquant"`,
+    /// `"xprofile"` or `"xop"` (transfers, worst last), or `None` when every answer came from a
+    /// table or an analytic formula. Per object: when several threads share one object, the
+    /// call that finished last wins.
+    fn last_provenance(&self) -> Option<&'static str> {
+        ProvenanceTier::from_code(self.last_tier.load(Ordering::Relaxed))
+            .map(ProvenanceTier::as_str)
+    }
+
+    /// What the loader skipped, relaxed or worked around for this engine's perf data, as a
+    /// list of dicts `{"kind", "path", "table", "message"}` (`path` and `table` may be `None`),
+    /// in first-seen order. Provenance is checked when the data opens; other warnings come
+    /// with each table's first load.
+    fn load_warnings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .load_warnings()
+            .into_iter()
+            .map(|w| {
+                let d = PyDict::new(py);
+                d.set_item("kind", w.kind.as_str())?;
+                d.set_item("path", w.path.map(path_to_string))?;
+                d.set_item("table", w.table)?;
+                d.set_item("message", w.message)?;
+                Ok(d)
+            })
+            .collect()
     }
 
     fn __repr__(&self) -> String {
@@ -611,6 +736,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_systems_path, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_kv_cache, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
+    let view_functions = views::register(m)?;
     m.add(
         "PerfDataNotAvailableError",
         py.get_type::<PerfDataNotAvailableError>(),
@@ -640,6 +766,9 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "__version__",
         ],
     )?;
+    for name in view_functions {
+        all.append(name)?;
+    }
     m.add("__all__", all)?;
     // Best effort: while the package is being imported, `aic.__path__` already points at the
     // package folder, so the shipped data can be registered right away.

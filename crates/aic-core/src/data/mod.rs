@@ -1,13 +1,15 @@
 //! Everything read from disk: the system description, version slots, which files feed a
-//! table (source resolution), parquet decoding, the loaded tables themselves and the
-//! attention lane orders derived from them.
+//! table (source resolution, with its provenance checks and load warnings), parquet decoding,
+//! the loaded tables themselves and the attention lane orders derived from them.
 
 pub mod lanes;
 pub mod parquet;
+mod sidecars;
 pub mod sources;
 pub mod system;
 pub mod tables;
 pub mod versions;
+pub mod warnings;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

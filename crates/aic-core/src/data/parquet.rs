@@ -20,6 +20,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 
 use crate::error::{AicError, Result};
 
@@ -103,8 +104,13 @@ fn open_checked(path: &Path) -> Result<File> {
             Err(e) => return Err(file_error(path, format!("cannot read file: {e}"))),
         }
     }
-    let head = &head[..got];
-    if head == LFS_POINTER_PREFIX {
+    check_head(path, &head[..got])?;
+    Ok(file)
+}
+
+/// Rejects a Git LFS pointer or anything else that does not start with the parquet magic.
+fn check_head(path: &Path, head: &[u8]) -> Result<()> {
+    if head.starts_with(LFS_POINTER_PREFIX) {
         return Err(file_error(
             path,
             "unresolved Git LFS pointer, not parquet data; run `git lfs pull` in the data \
@@ -117,7 +123,7 @@ fn open_checked(path: &Path) -> Result<File> {
             "not a parquet file (the file does not start with the PAR1 magic)",
         ));
     }
-    Ok(file)
+    Ok(())
 }
 
 /// A column while batches are appended: strings are interned into a first-seen dictionary.
@@ -402,6 +408,43 @@ fn append(
     Ok(())
 }
 
+/// Most rows a perf table may claim. The largest shipped table has about 0.2 M rows; the bound
+/// stops a corrupt or hostile footer (a few bytes can claim billions of run-length-encoded
+/// rows) from exhausting memory, which would abort the process.
+const MAX_TABLE_ROWS: i64 = 1 << 24;
+
+/// Rejects footers the reader would trust blindly: a row count that is negative or beyond
+/// [`MAX_TABLE_ROWS`], and column chunks that start or end outside the file.
+fn check_footer(path: &Path, meta: &parquet::file::metadata::ParquetMetaData, file_len: u64) -> Result<()> {
+    let corrupt = |what: String| file_error(path, format!("corrupt parquet footer: {what}; restore the file from the data package"));
+    let mut rows: i64 = 0;
+    for group in meta.row_groups() {
+        if group.num_rows() < 0 {
+            return Err(corrupt(format!("a row group claims {} rows", group.num_rows())));
+        }
+        rows = rows.saturating_add(group.num_rows());
+        for chunk in group.columns() {
+            let start = chunk.dictionary_page_offset().unwrap_or_else(|| chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let end = u64::try_from(start).ok().zip(u64::try_from(len).ok()).and_then(|(s, l)| s.checked_add(l));
+            if end.is_none_or(|end| end > file_len) {
+                return Err(corrupt(format!(
+                    "column \"{}\" claims {len} bytes from offset {start} in a {file_len}-byte file",
+                    chunk.column_path()
+                )));
+            }
+        }
+    }
+    let claimed = meta.file_metadata().num_rows();
+    if !(0..=MAX_TABLE_ROWS).contains(&claimed) || rows > MAX_TABLE_ROWS {
+        return Err(corrupt(format!(
+            "it claims {} rows ({rows} in its row groups), more than the {MAX_TABLE_ROWS} a perf table may hold",
+            claimed
+        )));
+    }
+    Ok(())
+}
+
 /// The file schema with every string field asked for as `Dictionary(Int32, <string type>)`, so
 /// the reader hands over dictionary pages without expanding them row by row.
 fn dictionary_hint(schema: &Schema) -> Option<SchemaRef> {
@@ -434,10 +477,46 @@ impl RawTable {
         Self::read_impl(path, Some(wanted))
     }
 
+    /// Decodes a parquet file held in memory, with the checks of [`RawTable::read`] (empty,
+    /// Git LFS pointer, magic, schema, nulls). `label` only names the data in errors; nothing
+    /// is read from disk. The entry point for tables that do not live in files, and for fuzzing.
+    pub fn from_parquet_bytes(label: &Path, bytes: &[u8], wanted: Option<&[&str]>) -> Result<RawTable> {
+        if bytes.is_empty() {
+            return Err(file_error(label, "empty file (0 bytes)"));
+        }
+        check_head(label, &bytes[..bytes.len().min(LFS_POINTER_PREFIX.len())])?;
+        Self::decode(label, bytes::Bytes::copy_from_slice(bytes), wanted)
+    }
+
     fn read_impl(path: &Path, wanted: Option<&[&str]>) -> Result<RawTable> {
         let file = open_checked(path)?;
+        Self::decode(path, file, wanted)
+    }
+
+    /// Decodes with the parquet reader, turning a panic of the reader (it panics on some
+    /// corrupt pages, see docs/fuzzing.md) into a [`AicError::DataFile`] instead of unwinding
+    /// into the caller.
+    fn decode<R: ChunkReader + 'static>(path: &Path, file: R, wanted: Option<&[&str]>) -> Result<RawTable> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::decode_unguarded(path, file, wanted))) {
+            Ok(result) => result,
+            Err(payload) => {
+                let reason = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(file_error(
+                    path,
+                    format!("corrupt parquet file: the reader failed on it ({reason}); restore the file from the data package"),
+                ))
+            }
+        }
+    }
+
+    fn decode_unguarded<R: ChunkReader + 'static>(path: &Path, file: R, wanted: Option<&[&str]>) -> Result<RawTable> {
         let perr = |e: parquet::errors::ParquetError| file_error(path, format!("parquet: {e}"));
         let mut meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(perr)?;
+        check_footer(path, meta.metadata(), file.len())?;
         if let Some(hint) = dictionary_hint(meta.schema()) {
             // Fall back to the plain schema if the hint is refused.
             if let Ok(m) = ArrowReaderMetadata::try_new(
@@ -534,6 +613,14 @@ impl RawTable {
     /// Names of the columns read, in file order.
     pub fn column_names(&self) -> Vec<&str> {
         self.columns.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The columns stored as floats, by name (no string column is expanded).
+    pub fn float_columns(&self) -> impl Iterator<Item = (&str, &[f64])> {
+        self.columns.iter().filter_map(|(n, c)| match c {
+            Stored::Ready(Column::Float(v)) => Some((n.as_str(), v.as_slice())),
+            _ => None,
+        })
     }
 
     fn stored(&self, name: &str) -> Option<&Stored> {

@@ -1,20 +1,47 @@
 //! Source resolution (spec 10 §1, §8): for one load identity (system, backend, version,
-//! shared layer) every table basename gets an ordered list of files, merged first-wins by the
-//! table loaders. Channel 1 is the requested version's own file; with the shared layer on,
-//! channel 2 adds declared donors (`reuse.yaml`), channel 3 older versions of the same backend
-//! and channel 4 other backends' rows whose kernel the reuse manifest declares identical.
+//! shared layer, strict provenance) every table basename gets an ordered list of files, merged
+//! first-wins by the table loaders. Channel 1 is the requested version's own file; with the
+//! shared layer on, channel 2 adds declared donors (`reuse.yaml`), channel 3 older versions of
+//! the same backend and channel 4 other backends' rows whose kernel the reuse manifest declares
+//! identical.
+//!
+//! Provenance (§5, §8.6) is verified when the resolver is built: the requested version's
+//! family-layout dirs and the declared donors are checked against their `collection_meta.yaml`
+//! (strictly only in strict mode), and malformed sidecars or reuse files are errors in strict
+//! mode and [`LoadWarning`]s otherwise. Everything else the reference only logs (skipped
+//! version names, legacy markers, fallbacks) is collected as warnings too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::data::sidecars::{
+    read_collection_meta, read_reuse, CollectionMeta, ReuseEntry, COLLECTION_META, REUSE_FILE,
+};
 use crate::data::system::{yaml_scalar_text, SystemSpec};
-use crate::data::versions::{family_dirs, sort_newest_first, version_names, Pep440Version};
+use crate::data::tables::display_path;
+use crate::data::versions::{
+    family_dirs, sort_newest_first, version_names, Pep440Version, INCOMPLETE_MARKER, SHARED_LAYER_MARKER,
+};
+use crate::data::warnings::{LoadWarning, LoadWarningKind, WarningLog};
 use crate::error::{AicError, Result};
 use crate::spec::Backend;
 
 /// Basenames that are never resolved through the channels (loaded from `comm/nccl|oneccl`).
 const COMM_LIBRARY_TABLES: &[&str] = &["nccl_perf.parquet", "oneccl_perf.parquet"];
+
+/// The environment variable that turns strict provenance on for every engine.
+pub const STRICT_PROVENANCE_ENV: &str = "AIC_STRICT_PROVENANCE";
+
+/// True when `AIC_STRICT_PROVENANCE` is `1`, `true` or `yes` (any case).
+pub fn strict_provenance_from_env() -> bool {
+    std::env::var(STRICT_PROVENANCE_ENV).is_ok_and(|v| switch_is_on(&v))
+}
+
+/// Whether an environment switch's text turns it on: `1`, `true` or `yes`, any case.
+fn switch_is_on(text: &str) -> bool {
+    matches!(text.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes")
+}
 
 /// One file feeding a table, with the `kernel_source` values it may contribute (cross-backend
 /// sources only; `None` = every row).
@@ -90,35 +117,48 @@ fn load_manifest(systems_root: &Path) -> Result<Vec<ManifestEntry>> {
     Ok(out)
 }
 
-/// Reads the `reuse:` entries of one `reuse.yaml` as (table, from_version); malformed entries
-/// are skipped (non-strict mode).
-fn load_reuse(path: &Path) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {
-        return Vec::new();
-    };
-    let Some(list) = value.get("reuse").and_then(|r| r.as_sequence()) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in list {
-        let field = |k: &str| e.get(k).and_then(yaml_scalar_text).unwrap_or_default();
-        let (table, from) = (field("table"), field("from_version"));
-        let complete = ["reason", "approved_by"]
-            .iter()
-            .all(|k| !field(k).is_empty());
-        if !table.is_empty() && !from.is_empty() && complete {
-            out.push((table, from));
-        }
-    }
-    out
-}
-
 /// True unless the dir carries a legacy `INCOMPLETE.txt` without a `collection_meta.yaml`.
 fn dir_usable(dir: &Path) -> bool {
-    !dir.join("INCOMPLETE.txt").exists() || dir.join("collection_meta.yaml").exists()
+    !dir.join(INCOMPLETE_MARKER).exists() || dir.join(COLLECTION_META).exists()
+}
+
+/// Stems of the parquet files in a directory (`gemm_perf`), sorted.
+fn parquet_stems(dir: &Path) -> Vec<String> {
+    let mut stems = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(stem) = name.strip_suffix(".parquet") {
+                if !name.starts_with('.') && entry.path().is_file() {
+                    stems.push(stem.to_string());
+                }
+            }
+        }
+    }
+    stems.sort();
+    stems
+}
+
+/// The state of a directory's `collection_meta.yaml`.
+enum Sidecar {
+    /// No sidecar.
+    Absent,
+    /// A sidecar that does not parse or breaks its schema, and why.
+    Malformed(String),
+    /// A well-formed sidecar.
+    Present(CollectionMeta),
+}
+
+fn read_sidecar(dir: &Path) -> Sidecar {
+    let path = dir.join(COLLECTION_META);
+    if !path.is_file() {
+        return Sidecar::Absent;
+    }
+    match read_collection_meta(&path) {
+        Ok(meta) => Sidecar::Present(meta),
+        Err(why) => Sidecar::Malformed(why),
+    }
 }
 
 /// Resolves and memoises the source lists of one load identity.
@@ -129,22 +169,40 @@ pub struct SourceResolver {
     backend: Backend,
     version: String,
     shared: bool,
+    strict: bool,
     families: Vec<String>,
     manifest: Arc<Vec<ManifestEntry>>,
-    /// (table stem, from_version) declared by the requested version's `reuse.yaml` files.
-    reuse: Vec<(String, String)>,
+    /// The complete entries of the requested version's `reuse.yaml` files, in file order.
+    reuse: Vec<ReuseEntry>,
     nccl_version: Option<String>,
     oneccl_version: Option<String>,
     cache: Arc<Mutex<HashMap<String, Vec<Source>>>>,
+    warnings: Arc<WarningLog>,
 }
 
 impl SourceResolver {
-    /// Prepares resolution for (system, backend, version, shared layer).
+    /// Prepares resolution for (system, backend, version, shared layer), non-strict.
     pub fn new(
         system: &SystemSpec,
         backend: Backend,
         version: &str,
         enable_shared_layer: bool,
+    ) -> Result<SourceResolver> {
+        Self::with_strict_provenance(system, backend, version, enable_shared_layer, false)
+    }
+
+    /// Prepares resolution and verifies provenance (spec 10 §8.6). With `strict`, a
+    /// family-layout dir of the requested version whose `collection_meta.yaml` is missing,
+    /// malformed or does not list one of its tables, a declared donor whose sidecar does not
+    /// list the donated table, and a malformed `reuse.yaml` are [`AicError::Provenance`]
+    /// errors (a `provenance: legacy` sidecar only warns). Without it, malformed files are
+    /// warnings and coverage is not checked.
+    pub fn with_strict_provenance(
+        system: &SystemSpec,
+        backend: Backend,
+        version: &str,
+        enable_shared_layer: bool,
+        strict: bool,
     ) -> Result<SourceResolver> {
         let data_dir = system.data_dir.clone();
         let families = family_dirs(&data_dir);
@@ -153,21 +211,7 @@ impl SourceResolver {
         } else {
             Vec::new()
         };
-        let mut reuse = Vec::new();
-        if enable_shared_layer {
-            let mut dirs: Vec<PathBuf> = families
-                .iter()
-                .map(|f| data_dir.join(f).join(backend.as_str()).join(version))
-                .collect();
-            dirs.push(data_dir.join(backend.as_str()).join(version));
-            for dir in dirs {
-                let file = dir.join("reuse.yaml");
-                if file.is_file() {
-                    reuse.extend(load_reuse(&file));
-                }
-            }
-        }
-        Ok(SourceResolver {
+        let mut resolver = SourceResolver {
             label: format!(
                 "systems/{}/{}/{}",
                 system.data_dir_label(),
@@ -178,13 +222,47 @@ impl SourceResolver {
             backend,
             version: version.to_string(),
             shared: enable_shared_layer,
+            strict,
             families,
             manifest: Arc::new(manifest),
-            reuse,
+            reuse: Vec::new(),
             nccl_version: system.misc.nccl_version.clone(),
             oneccl_version: system.misc.oneccl_version.clone(),
             cache: Arc::new(Mutex::new(HashMap::new())),
-        })
+            warnings: Arc::new(WarningLog::default()),
+        };
+        let requested = resolver.requested_dirs();
+        for dir in &requested {
+            resolver.warn_legacy_markers(dir);
+        }
+        if enable_shared_layer {
+            for dir in &requested {
+                let file = dir.join(REUSE_FILE);
+                if !file.is_file() {
+                    continue;
+                }
+                let parsed = read_reuse(&file);
+                for problem in parsed.problems {
+                    resolver.violation(
+                        LoadWarningKind::MalformedReuse,
+                        &file,
+                        None,
+                        format!(
+                            "malformed {}: {problem}; the entry is ignored",
+                            display_path(&file)
+                        ),
+                    )?;
+                }
+                resolver.reuse.extend(parsed.entries);
+            }
+        }
+        for dir in requested.iter().filter(|d| resolver.is_family_dir(d)) {
+            resolver.verify_primary_dir(dir)?;
+        }
+        if enable_shared_layer {
+            resolver.verify_donors()?;
+        }
+        Ok(resolver)
     }
 
     /// The backend whose tables are resolved.
@@ -202,6 +280,11 @@ impl SourceResolver {
         self.shared
     }
 
+    /// Whether provenance was verified strictly.
+    pub fn strict_provenance(&self) -> bool {
+        self.strict
+    }
+
     /// The system's data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
@@ -212,19 +295,234 @@ impl SourceResolver {
         self.label.clone()
     }
 
+    /// What the loader skipped, relaxed or worked around so far: warnings of the provenance
+    /// check (at construction) and of every table resolved since, in first-seen order.
+    pub fn load_warnings(&self) -> Vec<LoadWarning> {
+        self.warnings.snapshot()
+    }
+
+    fn warn(&self, kind: LoadWarningKind, path: Option<&Path>, table: Option<&str>, message: String) {
+        self.warnings.push(LoadWarning {
+            kind,
+            path: path.map(Path::to_path_buf),
+            table: table.map(str::to_string),
+            message,
+        });
+    }
+
+    /// A provenance problem: an error in strict mode, a warning otherwise.
+    fn violation(
+        &self,
+        kind: LoadWarningKind,
+        path: &Path,
+        table: Option<&str>,
+        message: String,
+    ) -> Result<()> {
+        if self.strict {
+            return Err(AicError::Provenance {
+                path: path.to_path_buf(),
+                message: format!("{message} (strict provenance is on: fix the file, or turn it off)"),
+            });
+        }
+        self.warn(kind, Some(path), table, message);
+        Ok(())
+    }
+
+    /// The existing directories of the requested version: `<family>/<backend>/<version>` and
+    /// the legacy `<backend>/<version>`.
+    fn requested_dirs(&self) -> Vec<PathBuf> {
+        let b = self.backend.as_str();
+        let mut dirs: Vec<PathBuf> = self
+            .families
+            .iter()
+            .map(|f| self.data_dir.join(f).join(b).join(&self.version))
+            .collect();
+        dirs.push(self.data_dir.join(b).join(&self.version));
+        dirs.retain(|d| d.is_dir());
+        dirs
+    }
+
+    /// True for a `<data_dir>/<family>/<framework>/<version>` directory (family layout).
+    fn is_family_dir(&self, dir: &Path) -> bool {
+        dir.strip_prefix(&self.data_dir).is_ok_and(|rel| {
+            let parts: Vec<_> = rel.components().collect();
+            parts.len() == 3
+                && self
+                    .families
+                    .iter()
+                    .any(|f| parts[0].as_os_str() == f.as_str())
+        })
+    }
+
+    /// Warns about the deprecated markers of a directory that is read.
+    fn warn_legacy_markers(&self, dir: &Path) {
+        let shared_marker = dir.join(SHARED_LAYER_MARKER);
+        if shared_marker.is_file() {
+            self.warn(
+                LoadWarningKind::LegacyMarker,
+                Some(&shared_marker),
+                None,
+                format!(
+                    "{} is a deprecated legacy marker and has no effect; declare donors in a \
+                     reuse.yaml instead",
+                    display_path(&shared_marker)
+                ),
+            );
+        }
+        let incomplete = dir.join(INCOMPLETE_MARKER);
+        if incomplete.is_file() && dir.join(COLLECTION_META).is_file() {
+            self.warn(
+                LoadWarningKind::LegacyMarker,
+                Some(&incomplete),
+                None,
+                format!(
+                    "{} is a legacy marker, ignored because the dir has a collection_meta.yaml",
+                    display_path(&incomplete)
+                ),
+            );
+        }
+    }
+
+    /// Usability of a dir holding a wanted file; an unusable one is reported as skipped.
+    fn usable_for(&self, dir: &Path, basename: &str) -> bool {
+        if dir_usable(dir) {
+            self.warn_legacy_markers(dir);
+            return true;
+        }
+        self.warn(
+            LoadWarningKind::UnusableDir,
+            Some(dir),
+            Some(basename),
+            format!(
+                "skipped {}: it has a legacy INCOMPLETE.txt and no collection_meta.yaml, so its \
+                 {basename} is not used; add a collection_meta.yaml if the data is usable",
+                display_path(dir)
+            ),
+        );
+        false
+    }
+
+    /// Strict coverage of one family-layout dir of the requested version: every data file
+    /// stem listed by a present, well-formed sidecar. Non-strict: only a malformed sidecar
+    /// is reported (as a warning).
+    fn verify_primary_dir(&self, dir: &Path) -> Result<()> {
+        let stems = parquet_stems(dir);
+        if stems.is_empty() || !dir_usable(dir) {
+            return Ok(());
+        }
+        self.verify_coverage(dir, &stems, None)
+    }
+
+    /// Channel-2 donors: each declared donor file must be covered by its dir's sidecar (only
+    /// the donated table is checked); a donor without a usable file is reported.
+    fn verify_donors(&self) -> Result<()> {
+        let b = self.backend.as_str();
+        let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for entry in &self.reuse {
+            if !seen.insert((entry.table.as_str(), entry.from_version.as_str())) {
+                continue;
+            }
+            let basename = format!("{}.parquet", entry.table);
+            match self.existing_file(b, &entry.from_version, &basename) {
+                Some(file) => {
+                    let dir = file.parent().unwrap_or(&self.data_dir).to_path_buf();
+                    if self.is_family_dir(&dir) {
+                        self.verify_coverage(&dir, std::slice::from_ref(&entry.table), Some(&basename))?;
+                    }
+                }
+                None => self.warn(
+                    LoadWarningKind::MissingDonor,
+                    None,
+                    Some(&basename),
+                    format!(
+                        "{b} {} declares {} {} as donor of {}, but that version has no usable \
+                         {basename}; the declaration adds nothing",
+                        self.version, b, entry.from_version, entry.table
+                    ),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `dir`'s sidecar is well formed and (strict mode) lists every stem.
+    fn verify_coverage(&self, dir: &Path, stems: &[String], table: Option<&str>) -> Result<()> {
+        let meta_path = dir.join(COLLECTION_META);
+        let meta = match read_sidecar(dir) {
+            Sidecar::Absent => {
+                if self.strict {
+                    return Err(AicError::Provenance {
+                        path: meta_path,
+                        message: format!(
+                            "{} has no collection_meta.yaml, but strict provenance needs one \
+                             listing its tables ({}); add it, or turn strict provenance off",
+                            display_path(dir),
+                            stems.join(", ")
+                        ),
+                    });
+                }
+                return Ok(());
+            }
+            Sidecar::Malformed(why) => {
+                return self.violation(
+                    LoadWarningKind::MalformedSidecar,
+                    &meta_path,
+                    table,
+                    format!("malformed {}: {why}", display_path(&meta_path)),
+                );
+            }
+            Sidecar::Present(meta) => meta,
+        };
+        if !self.strict {
+            return Ok(());
+        }
+        let uncovered: Vec<&str> = stems
+            .iter()
+            .map(String::as_str)
+            .filter(|s| !meta.tables.contains(*s))
+            .collect();
+        if uncovered.is_empty() {
+            return Ok(());
+        }
+        if meta.legacy {
+            for stem in uncovered {
+                self.warn(
+                    LoadWarningKind::UncoveredLegacyTable,
+                    Some(&meta_path),
+                    Some(&format!("{stem}.parquet")),
+                    format!(
+                        "{} does not list {stem}; allowed because its provenance is legacy",
+                        display_path(&meta_path)
+                    ),
+                );
+            }
+            return Ok(());
+        }
+        Err(AicError::Provenance {
+            path: meta_path.clone(),
+            message: format!(
+                "{} does not list {} under `tables:`, so strict provenance rejects {}; add a \
+                 `tables:` entry for each, or turn strict provenance off",
+                display_path(&meta_path),
+                uncovered.join(", "),
+                if uncovered.len() == 1 { "that table" } else { "those tables" }
+            ),
+        })
+    }
+
     /// An existing, usable file for `basename` at (framework dir name, version): the first family
     /// holding it, else the legacy `<framework>/<version>/` location.
     fn existing_file(&self, framework: &str, version: &str, basename: &str) -> Option<PathBuf> {
         for family in &self.families {
             let dir = self.data_dir.join(family).join(framework).join(version);
             let file = dir.join(basename);
-            if file.is_file() && dir_usable(&dir) {
+            if file.is_file() && self.usable_for(&dir, basename) {
                 return Some(file);
             }
         }
         let dir = self.data_dir.join(framework).join(version);
         let file = dir.join(basename);
-        (file.is_file() && dir_usable(&dir)).then_some(file)
+        (file.is_file() && self.usable_for(&dir, basename)).then_some(file)
     }
 
     /// Channel 1: the requested version's file, or its nominal legacy path when no family has
@@ -261,7 +559,14 @@ impl SourceResolver {
     }
 
     fn resolve(&self, basename: &str) -> Vec<Source> {
-        let mut out: Vec<Source> = self.primary_source(basename).into_iter().collect();
+        let primary = self.primary_path(basename);
+        let mut out: Vec<Source> = primary
+            .iter()
+            .map(|path| Source {
+                path: path.clone(),
+                kernel_filter: None,
+            })
+            .collect();
         if !self.shared || COMM_LIBRARY_TABLES.contains(&basename) {
             return out;
         }
@@ -273,9 +578,9 @@ impl SourceResolver {
 
         // Channel 2: declared donors of the requested version (may be newer).
         let mut donors: Vec<String> = Vec::new();
-        for (table, from) in &self.reuse {
-            if format!("{table}.parquet") == basename && !donors.contains(from) {
-                donors.push(from.clone());
+        for entry in &self.reuse {
+            if format!("{}.parquet", entry.table) == basename && !donors.contains(&entry.from_version) {
+                donors.push(entry.from_version.clone());
             }
         }
         for from in &donors {
@@ -285,24 +590,41 @@ impl SourceResolver {
         }
 
         // Channel 3: strictly older versions of the same backend, newest first (PEP 440).
-        if let Some(requested) = Pep440Version::parse(&self.version) {
-            let names: Vec<String> = version_names(&self.data_dir, b)
-                .into_iter()
-                .filter(|n| *n != self.version && !donors.contains(n))
-                .collect();
-            for name in sort_newest_first(&names, false) {
-                let older = Pep440Version::parse(&name).is_some_and(|v| v < requested);
-                if !older {
-                    continue;
-                }
-                if let Some(p) = self.existing_file(b, &name, basename) {
-                    out.push(plain(p));
+        match Pep440Version::parse(&self.version) {
+            Some(requested) => {
+                let names: Vec<String> = version_names(&self.data_dir, b)
+                    .into_iter()
+                    .filter(|n| *n != self.version && !donors.contains(n))
+                    .collect();
+                // Unparseable names come last; they are reported and skipped.
+                for name in sort_newest_first(&names, true) {
+                    let Some(parsed) = Pep440Version::parse(&name) else {
+                        self.warn_unparseable(&name);
+                        continue;
+                    };
+                    if parsed >= requested {
+                        continue;
+                    }
+                    if let Some(p) = self.existing_file(b, &name, basename) {
+                        out.push(plain(p));
+                    }
                 }
             }
+            None => self.warn(
+                LoadWarningKind::UnparseableVersion,
+                None,
+                None,
+                format!(
+                    "the requested {b} version '{}' is not a PEP 440 version, so no older {b} \
+                     version fills its tables (backward fill is off for it)",
+                    self.version
+                ),
+            ),
         }
 
         // Channel 4: other frameworks' rows of kernels declared identical, with a filter.
         let mut filters: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut low_fidelity: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for e in self.manifest.iter() {
             let tier_ok = e.tier == "shared" || e.tier == "shared_fallback";
             if e.op_file != basename || !tier_ok || !e.frameworks.iter().any(|f| f == b) {
@@ -314,6 +636,12 @@ impl SourceResolver {
                         .entry(f.clone())
                         .or_default()
                         .insert(e.kernel_source.clone());
+                    if e.tier == "shared_fallback" {
+                        low_fidelity
+                            .entry(f.clone())
+                            .or_default()
+                            .insert(e.kernel_source.clone());
+                    }
                 }
             }
         }
@@ -321,6 +649,9 @@ impl SourceResolver {
             let names = version_names(&self.data_dir, &framework);
             for name in sort_newest_first(&names, true) {
                 if let Some(p) = self.existing_file(&framework, &name, basename) {
+                    if let Some(kernels) = low_fidelity.get(&framework) {
+                        self.warn_low_fidelity(&p, basename, kernels);
+                    }
                     out.push(Source {
                         path: p,
                         kernel_filter: Some(filter.clone()),
@@ -328,7 +659,63 @@ impl SourceResolver {
                 }
             }
         }
+        self.warn_version_fallback(basename, primary.as_deref(), &out);
         out
+    }
+
+    fn warn_unparseable(&self, name: &str) {
+        let b = self.backend.as_str();
+        self.warn(
+            LoadWarningKind::UnparseableVersion,
+            None,
+            None,
+            format!(
+                "{b} version directory '{name}' is not a PEP 440 version, so backward fill skips \
+                 it; rename it to a version such as 1.2.3 if its data should be used"
+            ),
+        );
+    }
+
+    fn warn_low_fidelity(&self, file: &Path, basename: &str, kernels: &BTreeSet<String>) {
+        let kernels: Vec<&str> = kernels.iter().map(String::as_str).collect();
+        self.warn(
+            LoadWarningKind::LowFidelityRows,
+            Some(file),
+            Some(basename),
+            format!(
+                "{} may fill missing {basename} keys with rows of kernel {}: a shared_fallback \
+                 entry of perf_data_reuse_manifest.yaml, i.e. low-fidelity framework-implicit rows",
+                display_path(file),
+                kernels.join(", ")
+            ),
+        );
+    }
+
+    /// Warns when the requested version has no file for a table that other sources feed.
+    fn warn_version_fallback(&self, basename: &str, primary: Option<&Path>, sources: &[Source]) {
+        let has_primary = primary.is_some_and(Path::is_file);
+        let others: Vec<&Source> = sources
+            .iter()
+            .filter(|s| Some(s.path.as_path()) != primary)
+            .collect();
+        if has_primary || others.is_empty() {
+            return;
+        }
+        let first = display_path(&others[0].path);
+        let more = match others.len() {
+            1 => String::new(),
+            n => format!(" and {} more source(s)", n - 1),
+        };
+        self.warn(
+            LoadWarningKind::VersionFallback,
+            Some(&others[0].path),
+            Some(basename),
+            format!(
+                "{} {} has no {basename}; its rows come from {first}{more}",
+                self.backend.as_str(),
+                self.version
+            ),
+        );
     }
 
     /// The NCCL table: `comm/nccl/<misc.nccl_version>/nccl_perf.parquet` (legacy
@@ -689,6 +1076,17 @@ mod tests {
         assert_eq!(r.sources("nccl_perf.parquet").len(), 1);
         let r = resolver("h100_sxm", Backend::Trtllm, "1.3.0rc20", true);
         assert!(r.nccl_path().unwrap().ends_with("comm/nccl/2.27.3/nccl_perf.parquet"));
+    }
+
+    #[test]
+    fn strict_switch_values() {
+        for on in ["1", "true", "TRUE", " yes "] {
+            assert!(switch_is_on(on), "{on}");
+        }
+        for off in ["", "0", "false", "no", "on"] {
+            assert!(!switch_is_on(off), "{off}");
+        }
+        assert_eq!(STRICT_PROVENANCE_ENV, "AIC_STRICT_PROVENANCE");
     }
 
     #[test]

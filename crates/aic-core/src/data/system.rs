@@ -142,6 +142,66 @@ struct RawSystem {
     misc: MiscSpec,
 }
 
+/// Rejects values no real system has and every formula would turn into an infinite, NaN or
+/// negative latency: non-positive bandwidths and scaling, negative latencies, non-finite numbers.
+/// FLOPS entries may be non-positive placeholders (they read as missing, see
+/// [`SystemSpec::flops`]) but not NaN or infinite.
+fn check_physical(raw: &RawSystem) -> std::result::Result<(), String> {
+    let bad = |field: &str, rule: &str, value: f64| {
+        Err(format!(
+            "{field} must be {rule}, got {value}; correct it in the system YAML"
+        ))
+    };
+    let positive = [
+        ("gpu.mem_bw", Some(raw.gpu.mem_bw)),
+        ("gpu.mem_bw_empirical_scaling_factor", Some(raw.gpu.mem_bw_empirical_scaling_factor)),
+        ("node.inter_node_bw", Some(raw.node.inter_node_bw)),
+        ("node.intra_node_bw", Some(raw.node.intra_node_bw)),
+        ("node.inter_rack_bw", raw.node.inter_rack_bw),
+    ];
+    for (field, value) in positive {
+        match value {
+            Some(v) if !(v.is_finite() && v > 0.0) => return bad(field, "a finite number > 0", v),
+            _ => {}
+        }
+    }
+    let non_negative = [
+        ("gpu.mem_empirical_constant_latency", Some(raw.gpu.mem_empirical_constant_latency)),
+        ("node.p2p_latency", Some(raw.node.p2p_latency)),
+        ("gpu.power", raw.gpu.power),
+        ("node.pcie_bw", raw.node.pcie_bw),
+    ];
+    for (field, value) in non_negative {
+        match value {
+            Some(v) if !(v.is_finite() && v >= 0.0) => return bad(field, "a finite number >= 0", v),
+            _ => {}
+        }
+    }
+    let flops = [
+        ("gpu.bfloat16_tc_flops", raw.gpu.bfloat16_tc_flops),
+        ("gpu.int8_tc_flops", raw.gpu.int8_tc_flops),
+        ("gpu.fp8_tc_flops", raw.gpu.fp8_tc_flops),
+        ("gpu.fp4_tc_flops", raw.gpu.fp4_tc_flops),
+    ];
+    for (field, value) in flops {
+        match value {
+            Some(v) if !v.is_finite() => return bad(field, "a finite number", v),
+            _ => {}
+        }
+    }
+    if raw.node.num_gpus_per_node == 0 {
+        return Err("node.num_gpus_per_node must be at least 1, got 0; correct it in the system \
+                    YAML"
+            .to_string());
+    }
+    if raw.node.num_gpus_per_rack == Some(0) {
+        return Err("node.num_gpus_per_rack must be at least 1, got 0; correct it in the system \
+                    YAML"
+            .to_string());
+    }
+    Ok(())
+}
+
 /// One system: its name, where its data lives, and the three YAML sections.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemSpec {
@@ -188,6 +248,13 @@ impl SystemSpec {
             && system != "."
             && system != ".."
             && !NON_SYSTEM_YAML.contains(&system);
+        if !systems_root.is_dir() {
+            return Err(AicError::System(format!(
+                "systems folder {} does not exist or is not a folder; pass the folder that holds \
+                 {system}.yaml (the shipped one is data/systems), or set AIC_SYSTEMS_PATH",
+                systems_root.display()
+            )));
+        }
         if !valid_name || !path.is_file() {
             return Err(AicError::System(format!(
                 "unknown system '{system}': no {system}.yaml in {}; valid systems: [{}]",
@@ -201,6 +268,15 @@ impl SystemSpec {
             .map_err(|msg| AicError::System(format!("{}: {msg}", path.display())))
     }
 
+    /// Parses the text of a system YAML named `system` under `systems_root` (no file is read):
+    /// the entry point for descriptions held in memory, and for fuzzing. Malformed YAML, a
+    /// missing field or a physically impossible value (a zero bandwidth, a NaN) is an
+    /// [`AicError::System`] naming the field.
+    pub fn from_yaml_str(systems_root: &Path, system: &str, text: &str) -> Result<SystemSpec> {
+        Self::from_yaml(systems_root, system, text)
+            .map_err(|msg| AicError::System(format!("{system}.yaml: {msg}")))
+    }
+
     /// Parses a system YAML text (the `name` and `systems_root` are given by the caller).
     fn from_yaml(
         systems_root: &Path,
@@ -208,6 +284,7 @@ impl SystemSpec {
         text: &str,
     ) -> std::result::Result<SystemSpec, String> {
         let raw: RawSystem = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        check_physical(&raw)?;
         Ok(SystemSpec {
             name: system.to_string(),
             systems_root: systems_root.to_path_buf(),

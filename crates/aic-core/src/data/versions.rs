@@ -20,8 +20,13 @@ pub(crate) const LEGACY_BACKEND_DIRS: &[&str] = &["trtllm", "sglang", "vllm", "n
 /// 0.27.0, which has no directory on any vendored system).
 const UNVENDORED_VERSION_DIRS: &[(&str, &str)] = &[("vllm", "0.27.0")];
 
+/// Legacy marker: the version dir's collection is incomplete (spec 10 §8.6).
+pub(crate) const INCOMPLETE_MARKER: &str = "INCOMPLETE.txt";
+/// Legacy marker: the version dir reuses another version's tables (deprecated, spec 10 §8.6).
+pub(crate) const SHARED_LAYER_MARKER: &str = "SHARED_LAYER_REUSE.txt";
+
 /// Marker files that do not count as data when deciding whether a version dir holds a file.
-const MARKER_FILES: &[&str] = &["INCOMPLETE.txt", "SHARED_LAYER_REUSE.txt"];
+const MARKER_FILES: &[&str] = &[INCOMPLETE_MARKER, SHARED_LAYER_MARKER];
 
 /// The environment variable that lets any literal version through.
 pub const ALLOW_UNLISTED_ENV: &str = "AIC_ALLOW_UNLISTED_VERSIONS";

@@ -3,8 +3,11 @@
 //! latencies back, split across cores with rayon. Every estimate is a pure function of the
 //! engine and its arguments, so the output is identical for any thread count and any split.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use rayon::prelude::*;
 
+use super::provenance::{self, ProvenanceTier};
 use super::Engine;
 use crate::error::{AicError, Result};
 
@@ -62,6 +65,7 @@ impl Engine {
         threads: Option<usize>,
         out: &mut [f64],
     ) -> Result<()> {
+        let _call = provenance::CallScope::start();
         let n = out.len();
         if a.len() != n || b.len() != n || c.len() != n {
             return Err(AicError::value(format!(
@@ -71,13 +75,19 @@ impl Engine {
                 c.len()
             )));
         }
+        // Chunks may run on worker threads: each reports its worst provenance tier here.
+        let worst_tier = AtomicU8::new(0);
         let run_chunk = |(chunk, slot): (usize, &mut [f64])| -> std::result::Result<(), (usize, AicError)> {
-            let start = chunk * CHUNK;
-            for (j, value) in slot.iter_mut().enumerate() {
-                let i = start + j;
-                *value = kind.estimate(self, a[i], b[i], c[i]).map_err(|e| (i, e))?;
-            }
-            Ok(())
+            let (result, tier) = provenance::with_provenance(|| {
+                let start = chunk * CHUNK;
+                for (j, value) in slot.iter_mut().enumerate() {
+                    let i = start + j;
+                    *value = kind.estimate(self, a[i], b[i], c[i]).map_err(|e| (i, e))?;
+                }
+                Ok(())
+            });
+            worst_tier.fetch_max(ProvenanceTier::code(tier), Ordering::Relaxed);
+            result
         };
         // Every chunk runs to its own first error; the lowest failing index is reported, so
         // the error does not depend on scheduling.
@@ -96,6 +106,9 @@ impl Engine {
                 pool.install(|| first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect()))
             }
         };
+        if let Some(tier) = ProvenanceTier::from_code(worst_tier.load(Ordering::Relaxed)) {
+            provenance::note(tier);
+        }
         match failure {
             None => Ok(()),
             Some((index, e)) => Err(AicError::BatchPoint { index, point: [a[index], b[index], c[index]], source: Box::new(e) }),

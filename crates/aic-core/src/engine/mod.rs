@@ -5,6 +5,8 @@
 mod batch;
 mod latency_model;
 mod per_op;
+pub mod provenance;
+mod sol;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +20,8 @@ pub use crate::ops::Source;
 pub use batch::BatchKind;
 pub use latency_model::*;
 pub use per_op::OpResult;
+pub use provenance::ProvenanceTier;
+pub use sol::SolResult;
 use per_op::Folder;
 
 /// Which phases a static run prices.
@@ -108,6 +112,35 @@ pub struct Engine {
     mode: DatabaseMode,
 }
 
+/// Rejects an attention correction scale that is NaN or infinite: it multiplies an attention
+/// time, so the estimate would come back infinite or NaN. (A negative scale is defined: the
+/// scaled attention clamps to 0, spec 40 E4.)
+fn check_scale(name: &str, value: f64) -> Result<()> {
+    if value.is_finite() {
+        return Ok(());
+    }
+    Err(AicError::config(format!(
+        "{name} must be a finite number (1.0 leaves attention unscaled), got {value}"
+    )))
+}
+
+/// A spec names a backend version whose data folder does not exist: unless the spec says it
+/// tolerates that (the advertised `next` slot, which other versions fill), every table would
+/// silently come from other versions or be missing.
+fn check_version_has_data(db: &PerfDatabase, backend: crate::spec::Backend, version: &str, tolerate: bool) -> Result<()> {
+    let known = crate::data::versions::version_names(&db.system.data_dir, backend.as_str());
+    if tolerate || known.is_empty() || known.iter().any(|v| v == version) {
+        return Ok(());
+    }
+    Err(AicError::value(format!(
+        "backend version '{version}' has no data for {} on {} (versions with data: {}); compile \
+         the spec for one of those, or let `aic-compile` resolve an alias such as 'current'",
+        backend.as_str(),
+        db.system.name,
+        known.join(", ")
+    )))
+}
+
 fn prefix_error(got: i64) -> AicError {
     AicError::config(format!("isl must be greater than 0 after removing prefix, but got {got}"))
 }
@@ -130,6 +163,7 @@ impl Engine {
     /// Builds an engine from a decoded spec. The systems folder is, in order: the spec's own
     /// `systems_path`, the `systems_path` argument, then [`crate::data::default_systems_path`].
     pub fn from_spec(spec: EngineSpec, systems_path: Option<&Path>) -> Result<Engine> {
+        spec.context_ops.iter().chain(&spec.generation_ops).try_for_each(Op::check_numbers)?;
         let cfg = &spec.engine;
         let version = cfg.backend_version.clone().ok_or_else(|| {
             AicError::config("backend_version is required to load the perf database")
@@ -146,7 +180,9 @@ impl Engine {
                      package with its shipped data",
                 )
             })?;
-        let db = PerfDatabase::open(&root, &cfg.system_name, cfg.backend, &version, cfg.shared_layer())?;
+        let strict = cfg.strict_provenance || crate::data::sources::strict_provenance_from_env();
+        let db = PerfDatabase::open_with_provenance(&root, &cfg.system_name, cfg.backend, &version, cfg.shared_layer(), strict)?;
+        check_version_has_data(&db, cfg.backend, &version, cfg.tolerate_dirless_version)?;
         let context = spec.context_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
         let generation = spec.generation_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
         let nextn = u64::from(cfg.nextn());
@@ -162,6 +198,14 @@ impl Engine {
     /// The perf database behind this engine.
     pub fn database(&self) -> &Arc<PerfDatabase> {
         &self.db
+    }
+
+    /// What the loader skipped, relaxed or worked around for this engine's database (shared by
+    /// every engine with the same data identity), in first-seen order. Provenance is checked
+    /// when the database opens; the other warnings come with each table's first load (most
+    /// while the engine is built, some at the first estimate that needs the table).
+    pub fn load_warnings(&self) -> Vec<crate::data::warnings::LoadWarning> {
+        self.db.resolver.load_warnings()
     }
 
     fn walk(ops: &[CompiledOp], shape: &Shape, mut sink: Option<&mut Folder>) -> Result<f64> {
@@ -212,6 +256,8 @@ impl Engine {
     }
 
     fn static_run(&self, run: &StaticRun, ctx: Option<&mut Folder>, gen: Option<&mut Folder>) -> Result<StaticResult> {
+        check_scale("seq_imbalance_correction_scale", run.seq_scale)?;
+        check_scale("gen_seq_imbalance_correction_scale", run.gen_scale)?;
         let context_ms = match run.mode {
             RunMode::Static | RunMode::StaticCtx => self.context_phase(
                 u64::from(run.batch_size),
@@ -231,11 +277,13 @@ impl Engine {
 
     /// `(context_ms, generation_ms, total_ms)` of a static run (spec 40 §8.1).
     pub fn run_static(&self, run: &StaticRun) -> Result<StaticResult> {
+        let _call = provenance::CallScope::start();
         self.static_run(run, None, None)
     }
 
     /// Name-folded per-op lists of a static run: `(context, generation)` (spec 40 §8.3).
     pub fn run_static_per_op(&self, run: &StaticRun) -> Result<(Vec<OpResult>, Vec<OpResult>)> {
+        let _call = provenance::CallScope::start();
         let mut ctx = Folder::default();
         let mut gen = Folder::default();
         self.static_run(run, Some(&mut ctx), Some(&mut gen))?;
@@ -244,11 +292,13 @@ impl Engine {
 
     /// Prefill (context phase) latency of a batch, ms.
     pub fn prefill_latency_ms(&self, batch_size: u32, isl: u32, prefix: u32) -> Result<f64> {
+        let _call = provenance::CallScope::start();
         self.context_phase(u64::from(batch_size), u64::from(isl), u64::from(prefix), 1.0, None)
     }
 
     /// Time to produce `osl` tokens after the prefill (`osl − 1` decode steps, stride 32), ms.
     pub fn decode_latency_ms(&self, batch_size: u32, isl: u32, osl: u32) -> Result<f64> {
+        let _call = provenance::CallScope::start();
         let run = StaticRun { mode: RunMode::StaticGen, ..StaticRun::new(batch_size, isl, osl) };
         self.generation_phase(&run, None)
     }
@@ -256,6 +306,8 @@ impl Engine {
     /// One generation-only iteration of `gen_tokens` decoding requests at the mid-trajectory
     /// KV position `max(isl,1) + floor(max(osl,1)/2) + 1`, ms.
     pub fn decode_step_latency_ms(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Result<f64> {
+        let _call = provenance::CallScope::start();
+        check_scale("gen_seq_imbalance_correction_scale", gen_scale)?;
         if gen_tokens == 0 {
             return Ok(0.0);
         }
@@ -265,6 +317,8 @@ impl Engine {
 
     /// Per-op list of [`Engine::decode_step_latency_ms`].
     pub fn decode_step_per_op(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Result<Vec<OpResult>> {
+        let _call = provenance::CallScope::start();
+        check_scale("gen_seq_imbalance_correction_scale", gen_scale)?;
         let mut f = Folder::default();
         if gen_tokens > 0 {
             let shape = self.decode_step_shape(gen_tokens, isl, osl, gen_scale);
@@ -290,6 +344,7 @@ impl Engine {
         seq_scale: f64,
         gen_scale: f64,
     ) -> Result<f64> {
+        let _call = provenance::CallScope::start();
         Ok(self.mixed_step_breakdown(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale)?[0])
     }
 
@@ -306,6 +361,7 @@ impl Engine {
         seq_scale: f64,
         gen_scale: f64,
     ) -> Result<[f64; 4]> {
+        let _call = provenance::CallScope::start();
         let parts = self.mixed_parts(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale, None)?;
         Ok([parts[0] + parts[1] + parts[2], parts[0], parts[1], parts[2]])
     }
@@ -322,6 +378,7 @@ impl Engine {
         seq_scale: f64,
         gen_scale: f64,
     ) -> Result<[Vec<OpResult>; 3]> {
+        let _call = provenance::CallScope::start();
         let mut sinks = [Folder::default(), Folder::default(), Folder::default()];
         self.mixed_parts(ctx_tokens, gen_tokens, isl, osl, prefix, seq_scale, gen_scale, Some(&mut sinks))?;
         let [a, b, c] = sinks;
@@ -340,6 +397,8 @@ impl Engine {
         gen_scale: f64,
         mut sinks: Option<&mut [Folder; 3]>,
     ) -> Result<[f64; 3]> {
+        check_scale("seq_imbalance_correction_scale", seq_scale)?;
+        check_scale("gen_seq_imbalance_correction_scale", gen_scale)?;
         if ctx_tokens == 0 && gen_tokens == 0 {
             return Ok([0.0; 3]);
         }
@@ -418,8 +477,11 @@ impl Engine {
         imbalance: f64,
         x: Option<u64>,
     ) -> Result<Vec<OpResult>> {
+        let _call = provenance::CallScope::start();
         let ops: Vec<Op> = serde_json::from_str(ops_json)
             .map_err(|e| AicError::config(format!("evaluate_ops_json: invalid op list JSON: {e}")))?;
+        ops.iter().try_for_each(Op::check_numbers)?;
+        check_scale("imbalance_correction_scale", imbalance)?;
         let compiled: Vec<CompiledOp> = ops.iter().map(|o| CompiledOp::compile(o, &self.db)).collect();
         let (b, s, p) = (u64::from(batch_size), u64::from(s), u64::from(prefix));
         let shape = if is_context {

@@ -49,6 +49,17 @@ pub enum EstimateSource {
     FallbackRegression,
 }
 
+impl EstimateSource {
+    /// The diagnostics name (`aic`, `aic_with_correction`, `fallback_regression`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EstimateSource::Aic => "aic",
+            EstimateSource::AicWithCorrection => "aic_with_correction",
+            EstimateSource::FallbackRegression => "fallback_regression",
+        }
+    }
+}
+
 /// Whether the model can answer (`readiness` in the diagnostics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,6 +72,18 @@ pub enum Readiness {
     UnsupportedConfig,
     /// Part of the reference's enum; never produced.
     InvalidInput,
+}
+
+impl Readiness {
+    /// The diagnostics name (`ready`, `insufficient_data`, `unsupported_config`, `invalid_input`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::InsufficientData => "insufficient_data",
+            Readiness::UnsupportedConfig => "unsupported_config",
+            Readiness::InvalidInput => "invalid_input",
+        }
+    }
 }
 
 /// The diagnostics record (serialised by [`ForwardPassPerfModel::diagnostics`]).
@@ -398,6 +421,16 @@ mod tests {
     #[test]
     fn model_is_send_and_sync() {
         assert_send_sync::<ForwardPassPerfModel>();
+    }
+
+    #[test]
+    fn diagnostic_names_match_their_json() {
+        for s in [EstimateSource::Aic, EstimateSource::AicWithCorrection, EstimateSource::FallbackRegression] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for r in [Readiness::Ready, Readiness::InsufficientData, Readiness::UnsupportedConfig, Readiness::InvalidInput] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
     }
 
     #[test]

@@ -6,12 +6,14 @@ use std::sync::{Arc, OnceLock};
 
 use crate::data::tables::{AttentionTable, PerfDatabase, SliceKey};
 use crate::error::{AicError, Result};
-use crate::lookup::sol::{context_attention_sol_ms, generation_attention_sol_ms, AttentionSolParams};
+use crate::lookup::sol::{
+    context_attention_sol_ms, generation_attention_roofline, generation_attention_sol_ms, AttentionSolParams, Roofline,
+};
 use crate::lookup::{anchor_message, Grid, HoldIndex, Miss, Val};
 use crate::spec::{Backend, ContextAttentionOp, DatabaseMode, GenerationAttentionOp};
 
-use super::empirical::{not_implemented, util_at};
-use super::{OpValue, Shape, Source};
+use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
+use super::{OpValue, Shape, SolSplit, Source};
 
 /// Prefill head-size utilisation ratio of a backend (spec 20 §4.4), log2-interpolated and
 /// clamped at the ends.
@@ -199,8 +201,8 @@ impl ContextAttentionEval {
         Ok(OpValue::new(v.latency * corr, v.energy * corr, Source::Silicon))
     }
 
-    /// The SOL-mode FMHA term (prefix-aware, the op's own KV heads).
-    fn fmha_sol(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64) -> OpValue {
+    /// The SOL-mode FMHA roofline (prefix-aware, the op's own KV heads; spec 20 §4.3).
+    fn fmha_roofline(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64) -> Roofline {
         let (b, full, p, n, h, w) = (b as f64, (s_chunk + p) as f64, p as f64, self.n, params.head, params.window);
         let ops = if w > 0.0 && full > w {
             2.0 * b * (full - p) * w * n * h * 2.0
@@ -208,7 +210,7 @@ impl ContextAttentionEval {
             2.0 * b * (full * full - p * p) * n * h * 2.0 / 2.0
         };
         let mem = 2.0 * b * (n * (full - p) * h + n * (full - p) * h) + params.kv_bytes * b * (2.0 * self.n_kv * full * h);
-        OpValue::new((ops / params.flops).max(mem / params.mem_bw) * 1000.0, 0.0, Source::Sol)
+        Roofline::new(ops, params.flops, mem, params.mem_bw)
     }
 
     /// The empirical FMHA term: query SOL over the reference slice's utilisation.
@@ -228,14 +230,15 @@ impl ContextAttentionEval {
             }
             None => 1.0,
         };
-        let sol_q = self.fmha_sol(params, b, s_chunk, p).latency;
-        Ok(OpValue::new(sol_q / (util * scale), 0.0, Source::Empirical))
+        let sol_q = self.fmha_roofline(params, b, s_chunk, p).ms();
+        let tier = if transfer.is_some() { ProvenanceTier::Xshape } else { ProvenanceTier::Empirical };
+        Ok(estimate(sol_q / (util * scale), tier))
     }
 
     /// One FMHA term in the shape's database mode.
     fn term(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64, mode: DatabaseMode) -> Result<OpValue> {
         match mode {
-            DatabaseMode::Sol => Ok(self.fmha_sol(params, b, s_chunk, p)),
+            DatabaseMode::Sol => Ok(SolSplit::leaf(self.fmha_roofline(params, b, s_chunk, p)).value(Source::Sol)),
             DatabaseMode::Empirical => self.fmha_empirical(params, b, s_chunk, p),
             DatabaseMode::Silicon | DatabaseMode::Hybrid => {
                 let silicon = self
@@ -255,6 +258,9 @@ impl ContextAttentionEval {
 
     /// Latency at a shape (scale factor included).
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
+        if shape.is_sol() {
+            return Ok(self.sol_split(shape)?.value(Source::Sol));
+        }
         let params = self.sol.as_ref().map_err(Clone::clone)?;
         let (b, s, p, mode) = (shape.batch, shape.s, shape.prefix, shape.mode);
         let term = if self.cp_size > 1 {
@@ -265,12 +271,27 @@ impl ContextAttentionEval {
         } else {
             self.term(params, b, s, p, mode)?
         };
-        let extras = if shape.is_sol() {
-            OpValue::new(self.extras_sol, 0.0, Source::Sol)
+        let mut out = term.add(OpValue::new(self.extras, 0.0, Source::Empirical));
+        if shape.seq_scale != 1.0 {
+            out = out.scale(shape.seq_scale);
+        }
+        Ok(out.finish(self.scale_factor))
+    }
+
+    /// The SOL-mode answer with its parts (spec 20 §4.3): the FMHA roofline (both zig-zag
+    /// chunks under context parallelism) plus the MemOpSOL extras on the memory side, then the
+    /// imbalance and scale factor.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> Result<SolSplit> {
+        let params = self.sol.as_ref().map_err(Clone::clone)?;
+        let (b, s, p) = (shape.batch, shape.s, shape.prefix);
+        let chunk = |s_chunk: u64, p: u64| SolSplit::leaf(self.fmha_roofline(params, b, s_chunk, p));
+        let term = if self.cp_size > 1 {
+            let c = s.div_ceil(2 * u64::from(self.cp_size)).max(1);
+            chunk(c, p) + chunk(c, p + s - c.min(s))
         } else {
-            OpValue::new(self.extras, 0.0, Source::Empirical)
+            chunk(s, p)
         };
-        let mut out = term.add(extras);
+        let mut out = term + SolSplit::memory(self.extras_sol);
         if shape.seq_scale != 1.0 {
             out = out.scale(shape.seq_scale);
         }
@@ -334,34 +355,31 @@ impl GenerationAttentionEval {
         }
     }
 
-    /// The SOL-mode value at `(b, s)` with the op's own KV heads (single evaluation).
-    fn sol_value(&self, params: &AttentionSolParams, b: f64, s: f64) -> f64 {
-        let h = params.head;
-        let kv_len = if params.window > 0.0 { (s - 1.0).min(params.window) } else { s - 1.0 };
-        let ops = 2.0 * b * self.n * h * 2.0 * kv_len;
-        let mem = b * (self.n * h * 2.0 + 2.0 * self.n_kv * kv_len * h * params.kv_bytes + self.n * h * 2.0);
-        (ops / params.flops).max(mem / params.mem_bw) * 1000.0
+    /// The SOL-mode roofline at `(b, s)` with the op's own KV heads (single evaluation).
+    fn sol_roofline(&self, params: &AttentionSolParams, b: f64, s: f64) -> Roofline {
+        generation_attention_roofline(params, self.n, self.n_kv, b, s)
     }
 
     /// The empirical value at `(b, s)`: query SOL over the reference slice's utilisation.
     fn empirical(&self, params: &AttentionSolParams, b: f64, s: f64) -> Result<OpValue> {
         let q = [self.n, b, s];
         let table = self.db.generation_attention()?;
-        let (grid, ref_params, _) =
+        let (grid, ref_params, transfer) =
             empirical_slice(&table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
         let sample_sol = |c: &[f64]| generation_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
         let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
             .ok_or_else(|| not_implemented(&q))?;
-        Ok(OpValue::new(self.sol_value(params, b, s) / util, 0.0, Source::Empirical))
+        let tier = if transfer.is_some() { ProvenanceTier::Xshape } else { ProvenanceTier::Empirical };
+        Ok(estimate(self.sol_roofline(params, b, s).ms() / util, tier))
     }
 
     /// Latency at a shape (scale factor included): the table's five-sample mean, the SOL, or
     /// the empirical estimate, by database mode.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let params = self.sol.as_ref().map_err(Clone::clone)?;
-        let (b, s) = (shape.batch as f64, shape.s as f64);
+        let b = shape.batch as f64;
         let mut out = match shape.mode {
-            DatabaseMode::Sol => OpValue::new(self.sol_value(params, b, s), 0.0, Source::Sol),
+            DatabaseMode::Sol => return Ok(self.sol_split(shape)?.value(Source::Sol)),
             DatabaseMode::Empirical => self.empirical(params, b, shape.s as f64)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(params, shape) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
@@ -370,6 +388,16 @@ impl GenerationAttentionEval {
                 other => other?,
             },
         };
+        if shape.gen_scale != 1.0 {
+            out = out.scale(shape.gen_scale);
+        }
+        Ok(out.finish(self.scale_factor))
+    }
+
+    /// The SOL-mode answer with its parts (spec 20 §5 step 2), imbalance and scale included.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> Result<SolSplit> {
+        let params = self.sol.as_ref().map_err(Clone::clone)?;
+        let mut out = SolSplit::leaf(self.sol_roofline(params, shape.batch as f64, shape.s as f64));
         if shape.gen_scale != 1.0 {
             out = out.scale(shape.gen_scale);
         }

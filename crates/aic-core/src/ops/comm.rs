@@ -9,8 +9,8 @@ use crate::error::{AicError, Result};
 use crate::lookup::{anchor_message, Grid};
 use crate::spec::{CommQuant, CustomAllReduceOp, DatabaseMode, NcclOp, P2POp};
 
-use super::empirical::{not_implemented, util_at};
-use super::{ceil_div, OpValue, Shape, Source};
+use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
+use super::{ceil_div, OpValue, Shape, SolSplit, Source};
 
 /// Empirical estimate on a message-size curve whose samples were measured at `cap` ranks:
 /// `SOL(n) / util`, the util read at the query size with the SOL at `cap` ranks.
@@ -44,13 +44,22 @@ fn beyond_node_factor(db: &PerfDatabase, n: u64, cap: u64) -> f64 {
         / db.system.p2p_bw(n as u32)
 }
 
+/// The SOL-mode custom all-reduce (unscaled) with its parts: a time without parts,
+/// `(time, 0, 0)` (spec 20 §0.7); zero at tp ≤ 1.
+fn allreduce_sol_split(db: &PerfDatabase, tp: u64, elements: f64) -> SolSplit {
+    if tp <= 1 {
+        return SolSplit::ZERO;
+    }
+    SolSplit::time_only(allreduce_sol(db, elements, tp))
+}
+
 /// Custom all-reduce of `elements` over `tp` ranks (unscaled); 0 with tag `empirical` at tp ≤ 1.
 pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant, tp: u64, elements: f64) -> Result<OpValue> {
     if tp <= 1 {
         return Ok(OpValue::zero(Source::Empirical));
     }
     if mode == DatabaseMode::Sol {
-        return Ok(OpValue::new(allreduce_sol(db, elements, tp), 0.0, Source::Sol));
+        return Ok(allreduce_sol_split(db, tp, elements).value(Source::Sol));
     }
     let per_node = u64::from(db.system.node.num_gpus_per_node);
     let tp_eff = tp.min(per_node);
@@ -67,7 +76,7 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
         let curve = table.curve(quant, tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| allreduce_sol(db, e, n), tp, tp_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
-        Ok(OpValue::new(ms, 0.0, Source::Empirical))
+        Ok(estimate(ms, if tp_eff != tp { ProvenanceTier::Xshape } else { ProvenanceTier::Empirical }))
     };
     if mode == DatabaseMode::Empirical {
         return empirical();
@@ -91,6 +100,15 @@ fn table_curve(db: &PerfDatabase, curve: &Grid, elements: f64, n: u64, cap: u64)
     Ok(if n > cap { out.scale(beyond_node_factor(db, n, cap)) } else { out })
 }
 
+/// The SOL-mode NCCL collective (unscaled) with its parts: pure data movement,
+/// `(0, time)`; zero for one GPU.
+fn nccl_sol_split(db: &PerfDatabase, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> SolSplit {
+    if gpus <= 1 {
+        return SolSplit::ZERO;
+    }
+    SolSplit::memory(nccl_sol(db, dtype, operation, elements, gpus))
+}
+
 /// NCCL collective of `elements` over `gpus` ranks (unscaled); 0 for one GPU.
 pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> Result<OpValue> {
     if gpus <= 1 {
@@ -98,7 +116,7 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
         return Ok(OpValue::zero(source));
     }
     if mode == DatabaseMode::Sol {
-        return Ok(OpValue::new(nccl_sol(db, dtype, operation, elements, gpus), 0.0, Source::Sol));
+        return Ok(nccl_sol_split(db, dtype, operation, gpus, elements).value(Source::Sol));
     }
     let oneccl =
         || AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)");
@@ -112,7 +130,7 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
         let curve = table.curve(dtype, operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| nccl_sol(db, dtype, operation, e, n), gpus, n_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
-        Ok(OpValue::new(ms, 0.0, Source::Empirical))
+        Ok(estimate(ms, if n_eff != gpus { ProvenanceTier::Xshape } else { ProvenanceTier::Empirical }))
     };
     if mode == DatabaseMode::Empirical {
         return empirical();
@@ -160,6 +178,12 @@ impl CustomAllReduceEval {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
         Ok(allreduce(&self.db, shape.mode, self.quant, self.tp, size)?.finish(self.scale_factor))
     }
+
+    /// The SOL-mode answer with its parts: `(time, 0, 0)` (spec 20 §0.7).
+    pub(crate) fn sol_split(&self, shape: &Shape) -> SolSplit {
+        let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
+        allreduce_sol_split(&self.db, self.tp, size).finish(self.scale_factor)
+    }
 }
 
 /// Compiled `Nccl`.
@@ -194,6 +218,12 @@ impl NcclEval {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
         Ok(nccl(&self.db, shape.mode, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
     }
+
+    /// The SOL-mode answer with its parts: `(0, time)` (spec 20 §0.7).
+    pub(crate) fn sol_split(&self, shape: &Shape) -> SolSplit {
+        let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
+        nccl_sol_split(&self.db, self.dtype, &self.operation, self.gpus, size).finish(self.scale_factor)
+    }
 }
 
 /// Compiled `P2P`.
@@ -224,12 +254,24 @@ impl P2PEval {
         if self.pp <= 1 {
             return OpValue::zero(Source::Silicon);
         }
-        let bytes = ceil_div(shape.x, self.seq_split) as f64 * self.hidden * 2.0;
-        let node = &self.db.system.node;
         if shape.is_sol() {
-            return OpValue::new(bytes / node.inter_node_bw * 1000.0, 0.0, Source::Sol).finish(self.scale_factor);
+            return self.sol_split(shape).value(Source::Sol);
         }
-        let ms = (bytes / node.inter_node_bw + node.p2p_latency) * 1000.0;
+        let node = &self.db.system.node;
+        let ms = (self.bytes(shape) / node.inter_node_bw + node.p2p_latency) * 1000.0;
         OpValue::new(ms, 0.0, Source::Empirical).finish(self.scale_factor)
+    }
+
+    /// The SOL-mode answer with its parts: `(0, bytes / inter_node_bw)`; zero at pp ≤ 1.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> SolSplit {
+        if self.pp <= 1 {
+            return SolSplit::ZERO;
+        }
+        let ms = self.bytes(shape) / self.db.system.node.inter_node_bw * 1000.0;
+        SolSplit::memory(ms).finish(self.scale_factor)
+    }
+
+    fn bytes(&self, shape: &Shape) -> f64 {
+        ceil_div(shape.x, self.seq_split) as f64 * self.hidden * 2.0
     }
 }

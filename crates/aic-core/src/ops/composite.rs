@@ -8,7 +8,8 @@ use crate::data::tables::PerfDatabase;
 use crate::error::Result;
 use crate::spec::{FallbackOp, OverlapOp};
 
-use super::{sum_group, CompiledOp, OpValue, Shape};
+use super::sol_split::undecomposed;
+use super::{sum_group, CompiledOp, OpValue, Shape, SolSplit};
 
 /// Compiled `Overlap`.
 #[derive(Debug)]
@@ -62,6 +63,18 @@ impl FallbackEval {
         match self.primary.eval(&primary_shape) {
             Ok(v) => Ok(v),
             Err(e) if e.is_perf_data_missing() => Ok(sum_group(&self.chain, shape)?.clamp()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The primary's SOL split; a chain answer publishes none (spec 20 §16.2), so it is zero
+    /// when the chain's SOL sum is zero and an error otherwise. `shape` is in SOL mode.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> Result<SolSplit> {
+        match self.primary.eval_sol(shape) {
+            Ok(split) => Ok(split),
+            Err(e) if e.is_perf_data_missing() => {
+                undecomposed(&self.name, "Fallback answered by its chain", sum_group(&self.chain, shape)?.clamp())
+            }
             Err(e) => Err(e),
         }
     }

@@ -1,9 +1,21 @@
 //! The empirical (utilisation transfer) estimate (spec 20 §0.6): the utilisation
 //! `SOL / latency` of collected points, normalised in log space per axis, read at the query by
 //! inverse-distance weighting of the two nearest samples (query clamped to the collected
-//! range), and the nearest-reference choice used by the transfer ladders.
+//! range), and the nearest-reference choice used by the transfer ladders. Every answered
+//! estimate notes its provenance tier (own slice or which transfer) through [`estimate`].
 
+pub(crate) use crate::engine::provenance::ProvenanceTier;
+use crate::engine::provenance::note;
 use crate::error::AicError;
+
+use super::{OpValue, Source};
+
+/// The result of an empirical estimate (energy 0, tag `empirical`), noting that an estimate
+/// of `tier` answered for the call in progress.
+pub(crate) fn estimate(latency: f64, tier: ProvenanceTier) -> OpValue {
+    note(tier);
+    OpValue::new(latency, 0.0, Source::Empirical)
+}
 
 /// Utilisation at `query` from collected points `(coordinates, latency)`; `sol` is the op's
 /// roofline evaluated at a sample's coordinates. `None` when no sample has positive util.

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use crate::data::tables::{GemmTable, PerfDatabase, QuantizeKernel, QuantizeTable};
 use crate::error::{AicError, Result};
-use crate::lookup::sol::gemm_sol_ms;
+use crate::lookup::sol::{gemm_roofline, gemm_sol_ms};
 use crate::lookup::{anchor_message, Miss, NeighbourOrder};
 use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
-use super::empirical::{not_implemented, util_at, util_near};
-use super::{ceil_div, OpValue, Shape, Source};
+use super::empirical::{estimate as estimated, not_implemented, util_at, util_near, ProvenanceTier};
+use super::{ceil_div, OpValue, Shape, SolSplit, Source};
 
 /// GEMM utilisation level of a (bytes, compute) profile, for cross-profile transfers.
 fn gemm_util_level(q: GemmQuant) -> f64 {
@@ -106,7 +106,10 @@ impl GemmEval {
         let sol = move |m: f64, n: f64, k: f64| gemm_sol_ms(m, n, k, flops, bpe, mem_bw);
         let (n, k) = (self.n as f64, self.k as f64);
         let mut value = match shape.mode {
-            DatabaseMode::Sol => OpValue::new(sol(m, n, k), 0.0, Source::Sol),
+            DatabaseMode::Sol => {
+                let source = if self.quant == GemmQuant::Fp8Static { Source::Estimated } else { Source::Sol };
+                return Ok(self.sol_split(shape)?.value(source));
+            }
             DatabaseMode::Empirical => self.empirical(m, flops)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(m, shape.mode, &sol) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
@@ -119,19 +122,24 @@ impl GemmEval {
             // fp8 GEMM minus the quantisation kernels, floored at the GEMM's own SOL.
             let floor = sol(m, n, k);
             let (mut latency, mut energy) = (value.latency, value.energy);
-            if shape.mode == DatabaseMode::Sol {
-                latency = floor;
-            } else {
-                for table in &self.quantize {
-                    let table = table.as_ref().map_err(Clone::clone)?;
-                    let (l, e) = self.quantize_kernel(table, m, shape.mode)?;
-                    latency -= l;
-                    energy -= e;
-                }
+            for table in &self.quantize {
+                let table = table.as_ref().map_err(Clone::clone)?;
+                let (l, e) = self.quantize_kernel(table, m, shape.mode)?;
+                latency -= l;
+                energy -= e;
             }
             value = OpValue::new(latency.max(floor), energy, Source::Estimated);
         }
         Ok(value.finish(self.scale_factor))
+    }
+
+    /// The SOL-mode answer with its parts (spec 20 §1.2). For `fp8_static` the SOL answer is
+    /// the floor itself, i.e. this same roofline (tagged `estimated` by [`GemmEval::eval`]).
+    pub(crate) fn sol_split(&self, shape: &Shape) -> Result<SolSplit> {
+        let flops = *self.flops.as_ref().map_err(Clone::clone)?;
+        let m = self.tokens(shape) as f64;
+        let roofline = gemm_roofline(m, self.n as f64, self.k as f64, flops, self.quant.bytes_per_elem(), self.mem_bw);
+        Ok(SolSplit::leaf(roofline).finish(self.scale_factor))
     }
 
     /// The table answer (SILICON; HYBRID ignores `below_grid_sol`).
@@ -172,14 +180,14 @@ impl GemmEval {
         // Own quant.
         if table.quant(self.quant.table_name()).is_some() {
             let util = estimate(self.quant.table_name(), &query_sol).ok_or_else(|| not_implemented(&q))?;
-            return Ok(OpValue::new(query_sol(&q) / util, 0.0, Source::Empirical));
+            return Ok(estimated(query_sol(&q) / util, ProvenanceTier::Empirical));
         }
         let profile = |name: &str| GemmQuant::parse(name).map(|g| (g.bytes_per_elem(), g.compute_multiplier()));
         // xquant: same profile, query SOL.
         for name in table.available() {
             if profile(name) == Some(query_profile) {
                 if let Some(util) = estimate(name, &query_sol) {
-                    return Ok(OpValue::new(query_sol(&q) / util, 0.0, Source::Empirical));
+                    return Ok(estimated(query_sol(&q) / util, ProvenanceTier::Xquant));
                 }
             }
         }
@@ -199,7 +207,7 @@ impl GemmEval {
             let ref_sol = sol_with(ref_flops, g.bytes_per_elem());
             if let Some(util) = estimate(name, &ref_sol) {
                 let scale = gemm_util_level(self.quant) / gemm_util_level(g);
-                return Ok(OpValue::new(query_sol(&q) / (util * scale), 0.0, Source::Empirical));
+                return Ok(estimated(query_sol(&q) / (util * scale), ProvenanceTier::Xprofile));
             }
         }
         Err(not_implemented(&q))

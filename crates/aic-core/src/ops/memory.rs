@@ -6,16 +6,21 @@ use std::sync::Arc;
 use crate::data::tables::PerfDatabase;
 use crate::spec::{ElementwiseOp, EmbeddingOp};
 
-use super::{ceil_div, OpValue, Shape, Source};
+use super::{ceil_div, OpValue, Shape, SolSplit, Source};
 
 /// `MemOp(bytes)`: bytes at the effective bandwidth plus the constant latency (tag
 /// `empirical`), or bytes at the raw bandwidth in SOL mode (tag `sol`).
 pub(crate) fn mem_op(db: &PerfDatabase, shape: &Shape, bytes: f64) -> OpValue {
     if shape.is_sol() {
-        OpValue::new(db.system.mem_op_sol_ms(bytes), 0.0, Source::Sol)
+        mem_op_sol(db, bytes).value(Source::Sol)
     } else {
         OpValue::new(db.system.mem_op_ms(bytes), 0.0, Source::Empirical)
     }
+}
+
+/// `MemOpSOL(bytes)` with its parts: pure memory, `(0, time)`.
+pub(crate) fn mem_op_sol(db: &PerfDatabase, bytes: f64) -> SolSplit {
+    SolSplit::memory(db.system.mem_op_sol_ms(bytes))
 }
 
 /// Compiled `Elementwise`.
@@ -43,8 +48,17 @@ impl ElementwiseEval {
 
     /// `MemOp(bytes_per_token · ceil(floor(x / scale_num_tokens) / seq_split))`.
     pub fn eval(&self, shape: &Shape) -> OpValue {
+        mem_op(&self.db, shape, self.bytes(shape)).finish(self.scale_factor)
+    }
+
+    /// The SOL-mode answer with its parts: `(0, MemOpSOL)`, scaled.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> SolSplit {
+        mem_op_sol(&self.db, self.bytes(shape)).finish(self.scale_factor)
+    }
+
+    fn bytes(&self, shape: &Shape) -> f64 {
         let t = ceil_div(shape.x / u64::from(self.scale_num_tokens.max(1)), self.seq_split);
-        mem_op(&self.db, shape, self.bytes_per_token * t as f64).finish(self.scale_factor)
+        self.bytes_per_token * t as f64
     }
 }
 
@@ -71,7 +85,15 @@ impl EmbeddingEval {
 
     /// `MemOp(ceil(x / seq_split) · hidden · bytes_per_elem)`.
     pub fn eval(&self, shape: &Shape) -> OpValue {
-        let t = ceil_div(shape.x, self.seq_split);
-        mem_op(&self.db, shape, t as f64 * self.row_bytes).finish(self.scale_factor)
+        mem_op(&self.db, shape, self.bytes(shape)).finish(self.scale_factor)
+    }
+
+    /// The SOL-mode answer with its parts: `(0, MemOpSOL)`, scaled.
+    pub(crate) fn sol_split(&self, shape: &Shape) -> SolSplit {
+        mem_op_sol(&self.db, self.bytes(shape)).finish(self.scale_factor)
+    }
+
+    fn bytes(&self, shape: &Shape) -> f64 {
+        ceil_div(shape.x, self.seq_split) as f64 * self.row_bytes
     }
 }

@@ -11,6 +11,7 @@ mod gemm;
 mod memory;
 mod mla;
 mod moe;
+mod sol_split;
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ pub use gemm::GemmEval;
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
 pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
+pub use sol_split::SolSplit;
 
 /// Provenance of a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -283,6 +285,32 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => o.eval(shape),
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
+        }
+    }
+
+    /// The op's SOL time with its compute and memory parts (spec 20 §0.7), evaluated in SOL
+    /// mode whatever the shape's mode. `time_ms` equals the SOL-mode [`CompiledOp::eval`]
+    /// latency. Ops without a published split give zeros when their SOL result is zero and a
+    /// [`crate::AicError::NoSolDecomposition`] otherwise.
+    pub fn eval_sol(&self, shape: &Shape) -> Result<SolSplit> {
+        let shape = &shape.with_mode(DatabaseMode::Sol);
+        match self {
+            CompiledOp::Gemm(o) => o.sol_split(shape),
+            CompiledOp::Embedding(o) => Ok(o.sol_split(shape)),
+            CompiledOp::Elementwise(o) => Ok(o.sol_split(shape)),
+            CompiledOp::CustomAllReduce(o) => Ok(o.sol_split(shape)),
+            CompiledOp::Nccl(o) => Ok(o.sol_split(shape)),
+            CompiledOp::P2P(o) => Ok(o.sol_split(shape)),
+            CompiledOp::ContextAttention(o) => o.sol_split(shape),
+            CompiledOp::GenerationAttention(o) => o.sol_split(shape),
+            CompiledOp::Moe(o) => o.sol_split(shape),
+            CompiledOp::MoeDispatch(o) => sol_split::undecomposed(&o.name, "MoeDispatch", o.eval(shape)?),
+            CompiledOp::ContextMla(o) => o.sol_split(shape),
+            CompiledOp::GenerationMla(o) => o.sol_split(shape),
+            CompiledOp::MlaBmm(o) => o.sol_split(shape),
+            CompiledOp::MlaModule(o) => o.sol_split(shape),
+            CompiledOp::Overlap(o) => sol_split::undecomposed(&o.name, "Overlap", o.eval(shape)?),
+            CompiledOp::Fallback(o) => o.sol_split(shape),
         }
     }
 }

@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use crate::data::tables::{MoeCurves, MoeKey, MoeTable, PerfDatabase};
 use crate::error::{AicError, Result};
+use crate::lookup::sol::Roofline;
 use crate::lookup::{anchor_message, Grid};
 use crate::spec::{Backend, CommQuant, DatabaseMode, DispatchFlavor, MoeDispatchOp, MoeOp, MoeQuant};
 
 use super::comm::{allreduce, nccl};
-use super::empirical::{nearest_candidate, not_implemented, util_at};
-use super::{OpValue, Shape, Source};
+use super::empirical::{estimate, nearest_candidate, not_implemented, util_at, ProvenanceTier};
+use super::{OpValue, Shape, SolSplit, Source};
 
 /// MoE SOL in ms at `tokens` (integer arithmetic, floor divisions left to right; spec 20 §10.2).
 #[allow(clippy::too_many_arguments)]
@@ -28,6 +29,24 @@ pub fn moe_sol_ms(
     bytes_per_elem: f64,
     mem_bw: f64,
 ) -> f64 {
+    moe_roofline(tokens, topk, hidden, inter, num_experts, moe_tp, moe_ep, gated, flops, bytes_per_elem, mem_bw).ms()
+}
+
+/// The MoE roofline terms behind [`moe_sol_ms`].
+#[allow(clippy::too_many_arguments)]
+fn moe_roofline(
+    tokens: u64,
+    topk: u64,
+    hidden: u64,
+    inter: u64,
+    num_experts: u64,
+    moe_tp: u64,
+    moe_ep: u64,
+    gated: bool,
+    flops: f64,
+    bytes_per_elem: f64,
+    mem_bw: f64,
+) -> Roofline {
     let g: u128 = if gated { 3 } else { 2 };
     let (tt, h, i) = (u128::from(tokens) * u128::from(topk), u128::from(hidden), u128::from(inter));
     let ep = u128::from(moe_ep.max(1));
@@ -35,9 +54,7 @@ pub fn moe_sol_ms(
     let ops = tt * h * i * g * 2 / ep / tp;
     let per_ep = tt / ep;
     let bytes = per_ep * h * 2 + per_ep * i * g / tp + h * i * g / tp * (u128::from(num_experts) / ep).min(per_ep);
-    let math = ops as f64 / flops;
-    let mem = bytes as f64 * bytes_per_elem / mem_bw;
-    math.max(mem) * 1000.0
+    Roofline::new(ops as f64, flops, bytes as f64 * bytes_per_elem, mem_bw)
 }
 
 /// A curve an op may read: its key (the distribution after the `uniform` fallback) and the
@@ -109,8 +126,13 @@ impl MoeEval {
     }
 
     fn sol(&self, tokens: f64, flops: f64) -> f64 {
+        self.roofline(tokens, flops).ms()
+    }
+
+    /// The op's own roofline at `tokens` (spec 20 §10.2).
+    fn roofline(&self, tokens: f64, flops: f64) -> Roofline {
         let o = &self.op;
-        moe_sol_ms(
+        moe_roofline(
             tokens.round().max(0.0) as u64,
             u64::from(o.topk),
             u64::from(o.hidden_size),
@@ -216,7 +238,7 @@ impl MoeEval {
         };
         if curves.curve(&own).is_some() {
             let util = util_on(&own, flops, quant.bytes_per_elem()).ok_or_else(|| not_implemented(&[t]))?;
-            return Ok(OpValue::new(sol_q / util, 0.0, Source::Empirical));
+            return Ok(estimate(sol_q / util, ProvenanceTier::Empirical));
         }
         let requested = self.op.workload_distribution.as_str();
         let candidates = |q: &str| -> Vec<&MoeKey> {
@@ -241,6 +263,7 @@ impl MoeEval {
         let profile = |q: MoeQuant| (q.bytes_per_elem(), q.compute_multiplier());
         // xshape, then xquant.
         let same = candidates(quant.as_str());
+        let tier = if same.is_empty() { ProvenanceTier::Xquant } else { ProvenanceTier::Xshape };
         let pool: Vec<&MoeKey> = if same.is_empty() {
             curves
                 .quants()
@@ -254,7 +277,7 @@ impl MoeEval {
         };
         if let Some(key) = nearest(&pool) {
             let util = util_on(&key, flops, quant.bytes_per_elem()).ok_or_else(|| not_implemented(&[t]))?;
-            return Ok(OpValue::new(sol_q / util, 0.0, Source::Empirical));
+            return Ok(estimate(sol_q / util, tier));
         }
         // xprofile.
         let (qb, qc) = profile(quant);
@@ -271,7 +294,7 @@ impl MoeEval {
             let Some(key) = nearest(&candidates(reference.as_str())) else { continue };
             if let Some(util) = util_on(&key, ref_flops, reference.bytes_per_elem()) {
                 let scale = moe_util_level(quant) / moe_util_level(reference);
-                return Ok(OpValue::new(sol_q / (util * scale), 0.0, Source::Empirical));
+                return Ok(estimate(sol_q / (util * scale), ProvenanceTier::Xprofile));
             }
         }
         Err(not_implemented(&[t]))
@@ -282,7 +305,7 @@ impl MoeEval {
         let flops = *self.flops.as_ref().map_err(Clone::clone)?;
         let tokens = shape.x * u64::from(self.op.attention_dp_size.max(1));
         let value = match shape.mode {
-            DatabaseMode::Sol => OpValue::new(self.sol(tokens as f64, flops), 0.0, Source::Sol),
+            DatabaseMode::Sol => return Ok(self.sol_split(shape)?.value(Source::Sol)),
             DatabaseMode::Empirical => self.empirical(tokens, flops)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(tokens, flops) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
@@ -292,6 +315,13 @@ impl MoeEval {
             },
         };
         Ok(value.finish(self.scale_factor))
+    }
+
+    /// The SOL-mode answer with its parts at `T = x · max(attention_dp, 1)` (spec 20 §10.2).
+    pub(crate) fn sol_split(&self, shape: &Shape) -> Result<SolSplit> {
+        let flops = *self.flops.as_ref().map_err(Clone::clone)?;
+        let tokens = shape.x * u64::from(self.op.attention_dp_size.max(1));
+        Ok(SolSplit::leaf(self.roofline(tokens as f64, flops)).finish(self.scale_factor))
     }
 }
 

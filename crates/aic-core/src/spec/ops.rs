@@ -247,6 +247,7 @@ pub struct MlaModuleOp {
 
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "OverlapOpWire")]
 pub struct OverlapOp {
     pub name: String,
     pub group_a: Vec<Op>,
@@ -255,10 +256,92 @@ pub struct OverlapOp {
 
 /// A primary op with a chain used when the primary's data is missing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "FallbackOpWire")]
 pub struct FallbackOp {
     pub name: String,
     pub primary: Box<Op>,
     pub fallback: Vec<Op>,
+}
+
+/// How deeply composite ops (`Overlap`, `Fallback`) may nest in a spec. Compiled specs nest
+/// one level; the bound keeps a corrupt or hostile spec from exhausting the stack while it is
+/// decoded, compiled, evaluated or dropped (a stack overflow aborts the process).
+pub const MAX_OP_NESTING: usize = 16;
+
+thread_local! {
+    static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one level of composite nesting while the composite's members are decoded.
+struct NestingGuard;
+
+impl NestingGuard {
+    fn enter() -> Result<NestingGuard, String> {
+        NESTING.with(|depth| {
+            if depth.get() >= MAX_OP_NESTING {
+                return Err(format!(
+                    "composite ops (Overlap, Fallback) nest deeper than {MAX_OP_NESTING} levels; \
+                     the spec is corrupt: recompile it with `aic-compile compile`"
+                ));
+            }
+            depth.set(depth.get() + 1);
+            Ok(NestingGuard)
+        })
+    }
+}
+
+impl Drop for NestingGuard {
+    fn drop(&mut self) {
+        NESTING.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
+/// Wire shape of [`OverlapOp`]; decoded behind a [`NestingGuard`].
+struct OverlapOpWire(OverlapOp);
+
+/// Wire shape of [`FallbackOp`]; decoded behind a [`NestingGuard`].
+struct FallbackOpWire(FallbackOp);
+
+impl<'de> Deserialize<'de> for OverlapOpWire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename = "OverlapOp")]
+        struct Fields {
+            name: String,
+            group_a: Vec<Op>,
+            group_b: Vec<Op>,
+        }
+        let _guard = NestingGuard::enter().map_err(serde::de::Error::custom)?;
+        let f = Fields::deserialize(d)?;
+        Ok(OverlapOpWire(OverlapOp { name: f.name, group_a: f.group_a, group_b: f.group_b }))
+    }
+}
+
+impl<'de> Deserialize<'de> for FallbackOpWire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename = "FallbackOp")]
+        struct Fields {
+            name: String,
+            primary: Box<Op>,
+            fallback: Vec<Op>,
+        }
+        let _guard = NestingGuard::enter().map_err(serde::de::Error::custom)?;
+        let f = Fields::deserialize(d)?;
+        Ok(FallbackOpWire(FallbackOp { name: f.name, primary: f.primary, fallback: f.fallback }))
+    }
+}
+
+impl From<OverlapOpWire> for OverlapOp {
+    fn from(w: OverlapOpWire) -> Self {
+        w.0
+    }
+}
+
+impl From<FallbackOpWire> for FallbackOp {
+    fn from(w: FallbackOpWire) -> Self {
+        w.0
+    }
 }
 
 /// One op of an engine spec (externally tagged on the wire).
@@ -284,6 +367,52 @@ pub enum Op {
 }
 
 impl Op {
+    /// Checks that every real-valued field of the op and of its members (`scale_factor`,
+    /// `bytes_per_token`, an NCCL `hidden_size`) is a finite number `>= 0`. A binary spec can
+    /// carry NaN or infinity and a JSON spec a negative value; either would come back from every
+    /// estimate as NaN or a negative time instead of an error.
+    pub fn check_numbers(&self) -> crate::error::Result<()> {
+        for (field, value) in self.real_fields() {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(crate::error::AicError::config(format!(
+                    "op \"{}\": {field} must be a finite number >= 0, got {value}; recompile the \
+                     spec with `aic-compile compile`",
+                    self.name()
+                )));
+            }
+        }
+        match self {
+            Op::Overlap(o) => o.group_a.iter().chain(&o.group_b).try_for_each(Op::check_numbers),
+            Op::Fallback(o) => {
+                o.primary.check_numbers()?;
+                o.fallback.iter().try_for_each(Op::check_numbers)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The op's own real-valued fields as `(field, value)`; composites have none.
+    fn real_fields(&self) -> Vec<(&'static str, f64)> {
+        let scale = |v: f64| vec![("scale_factor", v)];
+        match self {
+            Op::Gemm(o) => scale(o.scale_factor),
+            Op::Embedding(o) => scale(o.scale_factor),
+            Op::Elementwise(o) => vec![("scale_factor", o.scale_factor), ("bytes_per_token", o.bytes_per_token)],
+            Op::CustomAllReduce(o) => scale(o.scale_factor),
+            Op::Nccl(o) => vec![("scale_factor", o.scale_factor), ("hidden_size", o.hidden_size)],
+            Op::P2P(o) => scale(o.scale_factor),
+            Op::ContextAttention(o) => scale(o.scale_factor),
+            Op::GenerationAttention(o) => scale(o.scale_factor),
+            Op::Moe(o) => scale(o.scale_factor),
+            Op::MoeDispatch(o) => scale(o.scale_factor),
+            Op::ContextMla(o) => scale(o.scale_factor),
+            Op::GenerationMla(o) => scale(o.scale_factor),
+            Op::MlaBmm(o) => scale(o.scale_factor),
+            Op::MlaModuleContext(o) | Op::MlaModuleGeneration(o) => scale(o.scale_factor),
+            Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
+        }
+    }
+
     /// The op's name (top-level names are what per-op lists report).
     pub fn name(&self) -> &str {
         match self {

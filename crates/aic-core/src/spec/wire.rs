@@ -47,15 +47,31 @@ pub fn decode_spec(bytes: &[u8]) -> Result<EngineSpec> {
         return Err(AicError::SchemaVersion { got, expected: SPEC_SCHEMA_VERSION });
     }
     let body = &rest[4..];
+    let mut unread = body;
     let payload: Payload = {
         use bincode::Options;
         bincode::DefaultOptions::new()
             .with_fixint_encoding()
             .with_limit(body.len() as u64 + 64)
-            .allow_trailing_bytes()
-            .deserialize(body)
-            .map_err(|e| AicError::WireFormat(format!("corrupt or truncated spec payload: {e}")))?
+            .deserialize_from(&mut unread)
+            .map_err(|e| match *e {
+                bincode::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    AicError::WireFormat(format!(
+                        "corrupt or truncated spec payload: the {} bytes after the header end before \
+                         the spec does; pass the whole file `aic-compile compile` wrote",
+                        body.len()
+                    ))
+                }
+                _ => AicError::WireFormat(format!("corrupt or truncated spec payload: {e}")),
+            })?
     };
+    if !unread.is_empty() {
+        return Err(AicError::WireFormat(format!(
+            "{} unexpected bytes after the spec payload; the spec is corrupt or was concatenated \
+             with other data: pass exactly the bytes `aic-compile compile` wrote",
+            unread.len()
+        )));
+    }
     let engine: EngineConfig = serde_json::from_str(&payload.engine_json)
         .map_err(|e| AicError::WireFormat(format!("invalid engine config in spec: {e}")))?;
     Ok(EngineSpec {
@@ -103,5 +119,9 @@ mod tests {
             assert!(EngineSpec::from_bytes(&bytes[..cut]).is_err(), "cut {cut}");
         }
         assert!(EngineSpec::from_bytes(b"\x00\x01garbage").is_err());
+        let mut padded = bytes.clone();
+        padded.extend_from_slice(b"junk");
+        let msg = decode_spec(&padded).unwrap_err().to_string();
+        assert!(msg.contains("4 unexpected bytes after the spec payload"), "{msg}");
     }
 }

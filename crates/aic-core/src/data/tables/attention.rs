@@ -13,7 +13,7 @@ use crate::lookup::sol::{generation_attention_sol_ms, AttentionSolParams};
 use crate::lookup::{Grid, GridBuilder, Leaf};
 use crate::spec::{FmhaQuant, KvQuant};
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64};
+use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 
 /// Which attention table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,7 @@ pub struct Lane {
 pub struct AttentionTable {
     kind: AttentionKind,
     lanes: Vec<Lane>,
+    sources: Vec<SourceRows>,
 }
 
 impl AttentionTable {
@@ -98,7 +99,9 @@ impl AttentionTable {
         )?;
         let mut lanes: Vec<(String, HashMap<SliceKey, GridBuilder>)> = Vec::new();
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let kernel = table.opt_str("kernel_source")?;
             let attn = match kind {
                 AttentionKind::Context => Some(table.str("attn_dtype")?),
@@ -178,6 +181,7 @@ impl AttentionTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             let what = match kind {
@@ -197,7 +201,7 @@ impl AttentionTable {
                 slices: slices.into_iter().map(|(k, b)| (k, Arc::new(b.build(sqrt_axis)))).collect(),
             })
             .collect();
-        Ok(AttentionTable { kind, lanes })
+        Ok(AttentionTable { kind, lanes, sources: used })
     }
 
     /// Which table this is.
@@ -208,6 +212,23 @@ impl AttentionTable {
     /// Lane names in first-seen order.
     pub fn lane_names(&self) -> Vec<&str> {
         self.lanes.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// Every slice with its lane, lanes in first-seen order, slices of a lane in key order
+    /// (dtypes, KV heads, head size, window).
+    pub fn slices(&self) -> Vec<(&str, &SliceKey, &Grid)> {
+        let mut out = Vec::new();
+        for lane in &self.lanes {
+            let mut slices: Vec<(&SliceKey, &Grid)> = lane.slices.iter().map(|(k, g)| (k, &**g)).collect();
+            slices.sort_by_key(|(k, _)| (k.fmha.map(|q| q.as_str()), k.kv.as_str(), k.n_kv_lookup, k.head, k.window));
+            out.extend(slices.into_iter().map(|(k, g)| (lane.name.as_str(), k, g)));
+        }
+        out
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// Head sizes collected (in any lane) for a slice key with its head size ignored.

@@ -11,12 +11,13 @@ use crate::error::{AicError, Result};
 use crate::lookup::{Grid, GridBuilder, Leaf};
 use crate::spec::CommQuant;
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64};
+use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 
 /// Custom all-reduce curves keyed by GPUs; every row is stored under comm quant `half`.
 #[derive(Debug)]
 pub struct CustomAllReduceTable {
     curves: FastHashMap<u64, Grid>,
+    sources: Vec<SourceRows>,
 }
 
 fn is_eager(value: Option<&str>) -> bool {
@@ -33,7 +34,9 @@ impl CustomAllReduceTable {
         )?;
         let mut builders: HashMap<u64, GridBuilder> = HashMap::new();
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let keep_eager = table.path.components().any(|c| c.as_os_str() == "b60");
             let gpus = table.int("num_gpus")?;
             let size = table.int("message_size")?;
@@ -56,13 +59,27 @@ impl CustomAllReduceTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("custom_allreduce", &sources));
         }
         Ok(CustomAllReduceTable {
             curves: builders.into_iter().map(|(k, b)| (k, b.build(None))).collect(),
+            sources: used,
         })
+    }
+
+    /// Every curve by GPU count, ascending (all stored under comm quant `half`).
+    pub fn curves(&self) -> Vec<(u64, &Grid)> {
+        let mut out: Vec<(u64, &Grid)> = self.curves.iter().map(|(g, c)| (*g, c)).collect();
+        out.sort_by_key(|c| c.0);
+        out
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// The curve of `(quant, gpus)` (only `half` has rows).
@@ -79,6 +96,7 @@ impl CustomAllReduceTable {
 #[derive(Debug)]
 pub struct NcclTable {
     curves: Vec<(CommQuant, String, u64, Grid)>,
+    sources: Vec<SourceRows>,
 }
 
 impl NcclTable {
@@ -95,7 +113,9 @@ impl NcclTable {
         )?;
         let mut builders: HashMap<(CommQuant, String, u64), GridBuilder> = HashMap::new();
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, _) in &tables {
+            let before = rows;
             let dtype = table.str("nccl_dtype")?;
             let op = table.str("op_name")?;
             let gpus = table.int("num_gpus")?;
@@ -111,6 +131,7 @@ impl NcclTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("NCCL", &sources));
@@ -118,7 +139,17 @@ impl NcclTable {
         let mut curves: Vec<(CommQuant, String, u64, Grid)> =
             builders.into_iter().map(|((d, o, n), b)| (d, o, n, b.build(None))).collect();
         curves.sort_by(|a, b| (a.0.as_str(), &a.1, a.2).cmp(&(b.0.as_str(), &b.1, b.2)));
-        Ok(NcclTable { curves })
+        Ok(NcclTable { curves, sources: used })
+    }
+
+    /// Every curve as `(dtype, operation, gpus, curve)`, sorted by dtype, operation, GPUs.
+    pub fn curves(&self) -> impl Iterator<Item = (CommQuant, &str, u64, &Grid)> {
+        self.curves.iter().map(|(d, o, n, g)| (*d, o.as_str(), *n, g))
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// The curve of `(dtype, operation, gpus)`.

@@ -9,12 +9,13 @@ use crate::lookup::sol::gemm_sol_ms;
 use crate::lookup::{Leaf, ScatteredSites, ScatteredSitesBuilder};
 use crate::spec::GemmQuant;
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64};
+use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 
 /// All GEMM rows of one database, by quant name in file order.
 #[derive(Debug)]
 pub struct GemmTable {
     quants: Vec<(String, ScatteredSites)>,
+    sources: Vec<SourceRows>,
 }
 
 impl GemmTable {
@@ -27,7 +28,9 @@ impl GemmTable {
         )?;
         let mut builders: Vec<(String, ScatteredSitesBuilder, Option<(f64, f64)>)> = Vec::new();
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let dtype = table.str("gemm_dtype")?;
             let (m, n, k) = (table.int("m")?, table.int("n")?, table.int("k")?);
             let latency = table.float("latency")?;
@@ -66,16 +69,27 @@ impl GemmTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("GEMM", &sources));
         }
-        Ok(GemmTable { quants: builders.into_iter().map(|(q, b, _)| (q, b.build())).collect() })
+        Ok(GemmTable { quants: builders.into_iter().map(|(q, b, _)| (q, b.build())).collect(), sources: used })
     }
 
     /// The sites of one quant (by table name, e.g. `fp8` for `fp8_static`).
     pub fn quant(&self, name: &str) -> Option<&ScatteredSites> {
         self.quants.iter().find(|q| q.0 == name).map(|q| &q.1)
+    }
+
+    /// Every quant with its sites, in file order.
+    pub fn quants(&self) -> impl Iterator<Item = (&str, &ScatteredSites)> {
+        self.quants.iter().map(|(q, s)| (q.as_str(), s))
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// Quant names present, in file order.

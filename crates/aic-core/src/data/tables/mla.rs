@@ -8,13 +8,14 @@ use crate::data::sources::SourceResolver;
 use crate::error::{AicError, Result};
 use crate::lookup::{Grid, GridBuilder, Leaf};
 
-use super::{display_path, no_rows_message, passes_filter, read_sources, to_u64};
+use super::{display_path, no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 
 /// Op-level MLA kernel table: slices keyed by dtype strings, grids over
 /// (heads, isl, batch) for context or (heads, batch, isl + step) for generation.
 #[derive(Debug)]
 pub struct MlaKernelTable {
     slices: HashMap<Vec<String>, Grid>,
+    sources: Vec<SourceRows>,
 }
 
 impl MlaKernelTable {
@@ -29,7 +30,9 @@ impl MlaKernelTable {
         )?;
         let mut builders: HashMap<Vec<String>, GridBuilder> = HashMap::new();
         let mut rows = 0;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let mla = if context { Some(table.str("mla_dtype")?) } else { None };
             let kv = table.str("kv_cache_dtype")?;
             let heads = table.int("num_heads")?;
@@ -62,13 +65,29 @@ impl MlaKernelTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             let what = if context { "MLA op" } else { "generation MLA" };
             return Err(no_rows_message(what, &sources));
         }
         let sqrt_axis = if context { Some(1) } else { None };
-        Ok(MlaKernelTable { slices: builders.into_iter().map(|(k, b)| (k, b.build(sqrt_axis))).collect() })
+        Ok(MlaKernelTable {
+            slices: builders.into_iter().map(|(k, b)| (k, b.build(sqrt_axis))).collect(),
+            sources: used,
+        })
+    }
+
+    /// Every slice by dtype key, in key order.
+    pub fn slices(&self) -> Vec<(&[String], &Grid)> {
+        let mut out: Vec<(&[String], &Grid)> = self.slices.iter().map(|(k, g)| (k.as_slice(), g)).collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        out
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// The dtype keys present, sorted (for messages that say which precisions exist).
@@ -97,6 +116,7 @@ fn native_heads(model: &str) -> Option<u64> {
 #[derive(Debug)]
 pub struct MlaModuleTable {
     slices: HashMap<Vec<String>, BTreeMap<u64, Grid>>,
+    sources: Vec<SourceRows>,
 }
 
 impl MlaModuleTable {
@@ -116,7 +136,9 @@ impl MlaModuleTable {
         )?;
         let mut builders: HashMap<Vec<String>, BTreeMap<u64, GridBuilder>> = HashMap::new();
         let mut rows = 0;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let mla = if context { Some(table.str("mla_dtype")?) } else { None };
             let kv = table.str("kv_cache_dtype")?;
             let gemm = table.str("gemm_type")?;
@@ -173,6 +195,7 @@ impl MlaModuleTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("MLA module", &sources));
@@ -182,7 +205,21 @@ impl MlaModuleTable {
             .into_iter()
             .map(|(k, buckets)| (k, buckets.into_iter().map(|(n, b)| (n, b.build(sqrt_axis))).collect()))
             .collect();
-        Ok(MlaModuleTable { slices })
+        Ok(MlaModuleTable { slices, sources: used })
+    }
+
+    /// Every slice as `(dtype key, native head count, grid)`, in key order.
+    pub fn slices(&self) -> Vec<(&[String], u64, &Grid)> {
+        let mut keys: Vec<&Vec<String>> = self.slices.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .flat_map(|k| self.slices[k].iter().map(move |(native, g)| (k.as_slice(), *native, g)))
+            .collect()
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// The dtype keys present, sorted (for messages that say which precisions exist).
@@ -214,6 +251,7 @@ impl MlaModuleTable {
 pub struct MlaBmmTable {
     curves: HashMap<(String, String), BTreeMap<u64, Grid>>,
     quants: HashSet<String>,
+    sources: Vec<SourceRows>,
 }
 
 impl MlaBmmTable {
@@ -226,7 +264,9 @@ impl MlaBmmTable {
         )?;
         let mut builders: HashMap<(String, String), BTreeMap<u64, GridBuilder>> = HashMap::new();
         let mut rows = 0;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let dtype = table.str("bmm_dtype")?;
             let op = table.str("op_name")?;
             let heads = table.int("num_heads")?;
@@ -248,6 +288,7 @@ impl MlaBmmTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("MLA BMM", &sources));
@@ -257,7 +298,21 @@ impl MlaBmmTable {
             .into_iter()
             .map(|(k, heads)| (k, heads.into_iter().map(|(n, b)| (n, b.build(None))).collect()))
             .collect();
-        Ok(MlaBmmTable { curves, quants })
+        Ok(MlaBmmTable { curves, quants, sources: used })
+    }
+
+    /// Every curve as `(quant, op, heads, curve)`, sorted by quant, op, heads.
+    pub fn curves(&self) -> Vec<(&str, &str, u64, &Grid)> {
+        let mut keys: Vec<&(String, String)> = self.curves.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .flat_map(|k| self.curves[k].iter().map(move |(n, g)| (k.0.as_str(), k.1.as_str(), *n, g)))
+            .collect()
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// Whether the quant has any row.

@@ -8,6 +8,7 @@ mod gemm;
 mod mla;
 mod moe;
 mod quantize;
+mod views;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
@@ -15,6 +16,10 @@ pub use gemm::GemmTable;
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
 pub use quantize::{QuantizeKernel, QuantizeTable};
+pub use views::{
+    open_for_viewing, AxisExtent, DatabaseCoverage, KeyValue, KeyValues, SliceView, TableCoverage, TableId, TableView,
+    COVERAGE_SCHEMA,
+};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -55,6 +60,7 @@ struct Identity {
     backend: Backend,
     version: String,
     shared: bool,
+    strict: bool,
 }
 
 fn registry() -> &'static Mutex<HashMap<Identity, Arc<PerfDatabase>>> {
@@ -71,18 +77,34 @@ impl PerfDatabase {
         version: &str,
         enable_shared_layer: bool,
     ) -> Result<Arc<PerfDatabase>> {
+        Self::open_with_provenance(systems_root, system, backend, version, enable_shared_layer, false)
+    }
+
+    /// [`PerfDatabase::open`] with provenance verified strictly when `strict_provenance` is
+    /// set (spec 10 §8.6, see [`SourceResolver::with_strict_provenance`]); strictness is part
+    /// of the identity.
+    pub fn open_with_provenance(
+        systems_root: &Path,
+        system: &str,
+        backend: Backend,
+        version: &str,
+        enable_shared_layer: bool,
+        strict_provenance: bool,
+    ) -> Result<Arc<PerfDatabase>> {
         let id = Identity {
             root: systems_root.to_path_buf(),
             system: system.to_string(),
             backend,
             version: version.to_string(),
             shared: enable_shared_layer,
+            strict: strict_provenance,
         };
         if let Some(db) = registry().lock().map_err(|_| poisoned())?.get(&id) {
             return Ok(db.clone());
         }
         let spec = Arc::new(SystemSpec::load(systems_root, system)?);
-        let resolver = SourceResolver::new(&spec, backend, version, enable_shared_layer)?;
+        let resolver =
+            SourceResolver::with_strict_provenance(&spec, backend, version, enable_shared_layer, strict_provenance)?;
         let db = Arc::new(PerfDatabase {
             system: spec,
             resolver,
@@ -181,21 +203,61 @@ fn poisoned() -> AicError {
     AicError::config("perf database registry lock poisoned by an earlier panic")
 }
 
+/// What a table's `latency` column holds, which decides whether negative values are data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LatencyKind {
+    /// Measured kernel times: negative values are corrupt data.
+    Measured,
+    /// Differences between two kernels (quantize `computescale`, spec 10 §4.7): any sign.
+    Delta,
+}
+
+/// The tables read from a table's sources, each with the kernel filter of its source.
+pub(crate) type SourceTables = Vec<(RawTable, Option<Arc<std::collections::BTreeSet<String>>>)>;
+
 /// Reads the existing sources of a table, in priority order, with the wanted columns.
 /// Returns the number of listed sources (for messages) and the tables read.
-pub(crate) fn read_sources(
-    sources: &[Source],
-    wanted: &[&str],
-) -> Result<Vec<(RawTable, Option<Arc<std::collections::BTreeSet<String>>>)>> {
+pub(crate) fn read_sources(sources: &[Source], wanted: &[&str]) -> Result<SourceTables> {
+    read_sources_of(sources, wanted, LatencyKind::Measured)
+}
+
+/// [`read_sources`] for a table whose `latency` column is of the given kind.
+pub(crate) fn read_sources_of(sources: &[Source], wanted: &[&str], latency: LatencyKind) -> Result<SourceTables> {
     let mut out = Vec::new();
     for src in sources {
         if !src.path.is_file() {
             continue;
         }
         let table = RawTable::read_columns(&src.path, wanted)?;
+        check_measurements(&table, latency)?;
         out.push((table, src.kernel_filter.clone().map(Arc::new)));
     }
     Ok(out)
+}
+
+/// Rejects a NaN or infinite value in any float column read, and a negative measured
+/// `latency` or `power`: interpolating such a row would turn every estimate near it into NaN
+/// or a negative time without any error.
+fn check_measurements(table: &RawTable, latency: LatencyKind) -> Result<()> {
+    for (name, values) in table.float_columns() {
+        let signed = name == "latency" && latency == LatencyKind::Delta;
+        let must_be_non_negative = (name == "latency" || name == "power") && !signed;
+        let bad = values
+            .iter()
+            .position(|v| !v.is_finite() || (must_be_non_negative && *v < 0.0));
+        if let Some(row) = bad {
+            let rule = if must_be_non_negative { "finite and >= 0" } else { "finite" };
+            return Err(AicError::DataFile {
+                path: table.path.clone(),
+                message: format!(
+                    "parquet column \"{name}\" has the value {} at row {row}, but perf data must be \
+                     {rule}; re-collect or remove that row",
+                    values[row]
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The message for a table with no usable rows.
@@ -205,9 +267,40 @@ pub(crate) fn no_rows_message(what: &str, sources: &[Source]) -> AicError {
         .map(|s| display_path(&s.path))
         .unwrap_or_else(|| "<none>".to_string());
     AicError::perf(format!(
-        "no {what} rows loaded from {} source(s) (first: {first})",
+        "no {what} rows loaded from {} source(s) (first: {first}); the table is missing or empty \
+         for this system, backend and version: restore the file or choose a backend version that \
+         has it",
         sources.len()
     ))
+}
+
+/// One file that fed a table and how many of its rows survived the first-wins merge.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceRows {
+    /// The file, from its `systems/` component on.
+    pub path: String,
+    /// The framework directory the file sits under (`vllm`, `sglang`, `trtllm`, `nccl`, ...).
+    pub framework: String,
+    /// The version directory the file sits under.
+    pub version: String,
+    /// Rows of this file the table kept.
+    pub rows: usize,
+}
+
+impl SourceRows {
+    /// The record of `path`, which contributed `rows` rows.
+    pub(crate) fn new(path: &Path, rows: usize) -> SourceRows {
+        let dir_name = |p: Option<&Path>| {
+            p.and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        };
+        let version_dir = path.parent();
+        SourceRows {
+            path: display_path(path),
+            framework: dir_name(version_dir.and_then(Path::parent)),
+            version: dir_name(version_dir),
+            rows,
+        }
+    }
 }
 
 /// A data path shown from its `systems/` component on (no machine-specific prefix).

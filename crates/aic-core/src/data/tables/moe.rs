@@ -9,7 +9,7 @@ use crate::data::sources::SourceResolver;
 use crate::error::Result;
 use crate::lookup::{Grid, GridBuilder, Leaf};
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64};
+use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 
 /// The slice of one MoE curve.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -104,6 +104,7 @@ pub struct MoeTable {
     pub standard: MoeCurves,
     /// TRT-LLM `moe_torch_flow_min_latency` rows.
     pub low_latency: MoeCurves,
+    sources: Vec<SourceRows>,
 }
 
 const LOW_LATENCY_KERNEL: &str = "moe_torch_flow_min_latency";
@@ -140,7 +141,9 @@ impl MoeTable {
         let mut builders: [HashMap<MoeKey, GridBuilder>; 2] = [HashMap::new(), HashMap::new()];
         let mut orders: [Vec<MoeKey>; 2] = [Vec::new(), Vec::new()];
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let quant = table.str("moe_dtype")?;
             let dist = table.str("distribution")?;
             let ints: Vec<&[i64]> = ["topk", "num_experts", "hidden_size", "inter_size", "moe_tp_size", "moe_ep_size", "num_tokens"]
@@ -176,6 +179,7 @@ impl MoeTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message("MoE", &sources));
@@ -186,6 +190,11 @@ impl MoeTable {
             let distributions = b.keys().map(|k| (k.quant.clone(), k.distribution.clone())).collect();
             MoeCurves { curves: b.into_iter().map(|(k, g)| (k, Arc::new(g.build(None)))).collect(), order, distributions }
         };
-        Ok(MoeTable { standard: build(std, std_order), low_latency: build(ll, ll_order) })
+        Ok(MoeTable { standard: build(std, std_order), low_latency: build(ll, ll_order), sources: used })
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 }

@@ -8,7 +8,7 @@ use crate::data::sources::SourceResolver;
 use crate::error::Result;
 use crate::lookup::{Grid, GridBuilder, Leaf};
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64};
+use super::{no_rows_message, passes_filter, read_sources_of, to_u64, LatencyKind, SourceRows};
 
 /// Which quantisation kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +42,19 @@ pub struct QuantizeTable {
     /// Which kernel.
     pub kernel: QuantizeKernel,
     grids: HashMap<String, (Grid, [u64; 2], [u64; 2])>,
+    sources: Vec<SourceRows>,
 }
 
 impl QuantizeTable {
     /// Loads and merges every source first-wins.
     pub fn load(resolver: &SourceResolver, kernel: QuantizeKernel) -> Result<Self> {
         let sources = resolver.sources(kernel.basename());
-        let tables = read_sources(&sources, &["quant_dtype", "m", "k", "latency", "power", "kernel_source"])?;
+        let tables = read_sources_of(&sources, &["quant_dtype", "m", "k", "latency", "power", "kernel_source"], LatencyKind::Delta)?;
         let mut builders: HashMap<String, GridBuilder> = HashMap::new();
         let mut rows = 0usize;
+        let mut used = Vec::new();
         for (table, filter) in &tables {
+            let before = rows;
             let dtype = table.str("quant_dtype")?;
             let (m, k) = (table.int("m")?, table.int("k")?);
             let latency = table.float("latency")?;
@@ -67,6 +70,7 @@ impl QuantizeTable {
                     rows += 1;
                 }
             }
+            used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
             return Err(no_rows_message(kernel.basename().trim_end_matches("_perf.parquet"), &sources));
@@ -83,7 +87,19 @@ impl QuantizeTable {
                 (q, (grid, mr, kr))
             })
             .collect();
-        Ok(QuantizeTable { kernel, grids })
+        Ok(QuantizeTable { kernel, grids, sources: used })
+    }
+
+    /// Every quant dtype with its grid over `(m, k)`, sorted by dtype.
+    pub fn grids(&self) -> Vec<(&str, &Grid)> {
+        let mut out: Vec<(&str, &Grid)> = self.grids.iter().map(|(q, (g, _, _))| (q.as_str(), g)).collect();
+        out.sort_by_key(|q| q.0);
+        out
+    }
+
+    /// The files this table was merged from, with the rows each contributed.
+    pub fn sources(&self) -> &[SourceRows] {
+        &self.sources
     }
 
     /// The grid of a quant dtype with its `m` and `k` extents `[min, max]`.

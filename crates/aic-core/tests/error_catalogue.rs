@@ -1,0 +1,953 @@
+//! The bad-input catalogue of the core (issue 8): every bad input a caller can hand the engine
+//! (spec bytes, system descriptions, perf tables, estimate arguments) is a case here, run for
+//! real against the shipped data or a private copy with one file broken. Each case checks
+//! that the input gives a typed error (not a panic, not a number), of the expected variant and
+//! exception family, whose message contains the expected fragment.
+//!
+//! `docs/errors.md` lists the same cases with the full message each one gets; the test
+//! `doc_lists_exactly_these_cases` fails when the doc and the cases differ (regenerate the
+//! table with `AIC_BLESS=1 cargo test -p aic-core --test error_catalogue`).
+
+#[path = "error_catalogue/doc_table.rs"]
+mod doc_table;
+#[path = "error_catalogue/fixtures.rs"]
+mod fixtures;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use aic_core::data::parquet::RawTable;
+use aic_core::data::system::SystemSpec;
+use aic_core::data::versions::resolve_backend_version;
+use aic_core::spec::{Op, SPEC_MAGIC};
+use aic_core::{AicError, Backend, BatchKind, Engine, EngineSpec, ErrorClass, RunMode};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use serde_json::{json, Value};
+
+use fixtures::*;
+
+/// One bad input and what it must produce.
+struct Case {
+    /// Stable id, the first column of the doc table.
+    id: &'static str,
+    /// The bad input, as the doc describes it.
+    input: &'static str,
+    /// The `AicError` variant expected.
+    variant: &'static str,
+    /// The exception family expected.
+    class: ErrorClass,
+    /// A part of the message that says what is wrong (and, where it applies, what fixes it).
+    fragment: &'static str,
+    /// Feeds the input to the engine; must return the error.
+    run: fn() -> aic_core::Result<()>,
+}
+
+/// The variant name of an error (`WireFormat`, `SchemaVersion`, ...), from its `Debug` form.
+fn variant_name(e: &AicError) -> String {
+    let debug = format!("{e:?}");
+    debug
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The Python exception a class maps to (see `crates/aic-ffi/src/errors.rs`).
+fn python_class(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::PerfDataNotAvailable => "PerfDataNotAvailableError",
+        ErrorClass::EmpiricalNotImplemented => "EmpiricalNotImplementedError",
+        ErrorClass::MissingSystemFlops => "MissingSystemFlopsError",
+        ErrorClass::Value => "ValueError",
+    }
+}
+
+fn ignore<T>(r: aic_core::Result<T>) -> aic_core::Result<()> {
+    r.map(|_| ())
+}
+
+fn spec_from_value(value: &Value) -> aic_core::Result<()> {
+    ignore(EngineSpec::from_bytes(value.to_string().as_bytes()))
+}
+
+fn engine_from_value(value: &Value) -> aic_core::Result<Engine> {
+    Engine::from_spec_bytes(value.to_string().as_bytes(), Some(&shipped_systems()))
+}
+
+fn shipped_engine() -> Engine {
+    Engine::from_spec(example_spec(), Some(&shipped_systems())).expect("example engine builds")
+}
+
+/// Prefill on a copy of the shipped data whose GEMM table is replaced by `bytes`.
+fn prefill_with_gemm_table(case: &str, bytes: &[u8], shared_layer: bool) -> aic_core::Result<()> {
+    let root = ShadowRoot::new(case);
+    root.replace(GEMM_TABLE, bytes);
+    let spec = if shared_layer {
+        example_spec()
+    } else {
+        example_spec_without_shared_layer()
+    };
+    ignore(root.engine(spec)?.prefill_latency_ms(1, 128, 0))
+}
+
+/// A corrupt parquet file the fuzzer found, kept next to this test as a regression input.
+fn regression_file(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/error_catalogue")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// An engine on a copy of the shipped data whose `h200_sxm.yaml` is `text`.
+fn engine_with_system_yaml(case: &str, text: &str) -> aic_core::Result<()> {
+    let root = ShadowRoot::new(case);
+    root.replace("h200_sxm.yaml", text.as_bytes());
+    ignore(root.engine(example_spec()))
+}
+
+/// The shipped h200 YAML with one line replaced.
+fn h200_yaml_with(from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(shipped_systems().join("h200_sxm.yaml")).unwrap();
+    assert!(text.contains(from), "h200_sxm.yaml has no {from:?}");
+    text.replacen(from, to, 1)
+}
+
+/// A binary spec whose first context op is a `Fallback` nested `depth` deep (built byte by
+/// byte: encoding such a spec through serde would itself recurse that deep).
+fn deeply_nested_binary_spec(depth: usize) -> Vec<u8> {
+    let engine_json = serde_json::to_string(&example_spec().engine).unwrap();
+    let mut out = Vec::new();
+    out.extend_from_slice(SPEC_MAGIC);
+    out.extend_from_slice(&15u32.to_le_bytes());
+    out.extend_from_slice(&(engine_json.len() as u64).to_le_bytes());
+    out.extend_from_slice(engine_json.as_bytes());
+    out.extend_from_slice(&1u64.to_le_bytes()); // one context op
+    for _ in 0..depth {
+        out.extend_from_slice(&16u32.to_le_bytes()); // Op::Fallback
+        out.extend_from_slice(&0u64.to_le_bytes()); // empty name
+    }
+    out.extend_from_slice(&5u32.to_le_bytes()); // Op::P2P leaf
+    out.extend_from_slice(&1u64.to_le_bytes());
+    out.push(b'p');
+    out.extend_from_slice(&0f64.to_le_bytes());
+    for v in [1u32, 8, 1] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for _ in 0..depth {
+        out.extend_from_slice(&0u64.to_le_bytes()); // empty fallback chain
+    }
+    out.extend_from_slice(&0u64.to_le_bytes()); // no generation ops
+    out
+}
+
+/// The example spec with the scale factor of its first GEMM set to `value`.
+fn spec_with_gemm_scale(value: f64) -> EngineSpec {
+    let mut spec = example_spec();
+    let gemm = spec
+        .context_ops
+        .iter_mut()
+        .find_map(|op| match op {
+            Op::Gemm(g) => Some(g),
+            _ => None,
+        })
+        .expect("example spec has a GEMM");
+    gemm.scale_factor = value;
+    spec
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        // ---- spec bytes -------------------------------------------------------------------
+        Case {
+            id: "spec-empty-bytes",
+            input: "zero-byte spec",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "not an aic engine spec",
+            run: || ignore(EngineSpec::from_bytes(b"")),
+        },
+        Case {
+            id: "spec-garbage-bytes",
+            input: "bytes that are neither binary spec nor JSON",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "not an aic engine spec: expected the binary form",
+            run: || ignore(EngineSpec::from_bytes(b"\x00\x01garbage")),
+        },
+        Case {
+            id: "spec-json-truncated",
+            input: "spec JSON cut in half",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "invalid spec JSON: EOF while parsing",
+            run: || {
+                let text = example_spec_json();
+                ignore(EngineSpec::from_bytes(&text.as_bytes()[..text.len() / 2]))
+            },
+        },
+        Case {
+            id: "spec-json-not-utf8",
+            input: "spec JSON with an invalid UTF-8 byte",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "spec JSON is not UTF-8",
+            run: || ignore(EngineSpec::from_bytes(b"{\"schema_version\": \xff}")),
+        },
+        Case {
+            id: "spec-json-other-schema",
+            input: "spec JSON with `schema_version` 14",
+            variant: "SchemaVersion",
+            class: ErrorClass::Value,
+            fragment: "unsupported schema version for EngineSpec: got 14, expected 15",
+            run: || {
+                let mut v = example_spec_value();
+                v["schema_version"] = json!(14);
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-binary-other-schema",
+            input: "binary spec whose header says schema 14",
+            variant: "SchemaVersion",
+            class: ErrorClass::Value,
+            fragment: "got 14, expected 15",
+            run: || {
+                let mut bytes = example_spec().to_bytes();
+                bytes[8..12].copy_from_slice(&14u32.to_le_bytes());
+                ignore(EngineSpec::from_bytes(&bytes))
+            },
+        },
+        Case {
+            id: "spec-binary-header-only",
+            input: "binary spec cut inside the schema version",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "truncated spec: 2 bytes after the header",
+            run: || {
+                let bytes = example_spec().to_bytes();
+                ignore(EngineSpec::from_bytes(&bytes[..10]))
+            },
+        },
+        Case {
+            id: "spec-binary-truncated",
+            input: "binary spec cut in half",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "corrupt or truncated spec payload",
+            run: || {
+                let bytes = example_spec().to_bytes();
+                ignore(EngineSpec::from_bytes(&bytes[..bytes.len() / 2]))
+            },
+        },
+        Case {
+            id: "spec-binary-trailing-bytes",
+            input: "binary spec followed by 4 extra bytes",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "4 unexpected bytes after the spec payload",
+            run: || {
+                let mut bytes = example_spec().to_bytes();
+                bytes.extend_from_slice(b"junk");
+                ignore(EngineSpec::from_bytes(&bytes))
+            },
+        },
+        Case {
+            id: "spec-deep-nesting",
+            input: "binary spec with a `Fallback` op nested 100 000 deep",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "nest deeper than 16 levels",
+            run: || ignore(EngineSpec::from_bytes(&deeply_nested_binary_spec(100_000))),
+        },
+        Case {
+            id: "spec-unknown-backend",
+            input: "spec with `backend: \"tensorrt\"`",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "unknown variant `tensorrt`, expected one of `trtllm`, `sglang`, `vllm`",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["backend"] = json!("tensorrt");
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-unknown-op",
+            input: "spec with an op kind the engine does not know (`Conv2d`)",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "unknown variant `Conv2d`",
+            run: || {
+                let mut v = example_spec_value();
+                v["context_ops"][0] = json!({"Conv2d": {"name": "conv"}});
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-missing-field",
+            input: "spec without `engine.system_name`",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "missing field `system_name`",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"].as_object_mut().unwrap().remove("system_name");
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-negative-size",
+            input: "spec whose GEMM has `n: -1`",
+            variant: "WireFormat",
+            class: ErrorClass::Value,
+            fragment: "invalid value: integer `-1`, expected u32",
+            run: || {
+                let mut v = example_spec_value();
+                let gemm = v["context_ops"].as_array_mut().unwrap().iter_mut().find(|o| o.get("Gemm").is_some()).unwrap();
+                gemm["Gemm"]["n"] = json!(-1);
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-negative-scale-factor",
+            input: "spec whose GEMM has `scale_factor: -1.0`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "scale_factor must be a finite number >= 0, got -1",
+            run: || ignore(Engine::from_spec(spec_with_gemm_scale(-1.0), Some(&shipped_systems()))),
+        },
+        Case {
+            id: "spec-nan-scale-factor",
+            input: "binary spec whose GEMM has a NaN `scale_factor`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "scale_factor must be a finite number >= 0, got NaN",
+            run: || ignore(Engine::from_spec_bytes(&spec_with_gemm_scale(f64::NAN).to_bytes(), Some(&shipped_systems()))),
+        },
+        Case {
+            id: "spec-no-backend-version",
+            input: "spec with `backend_version: null`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "backend_version is required",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["backend_version"] = Value::Null;
+                ignore(engine_from_value(&v))
+            },
+        },
+        Case {
+            id: "spec-unknown-backend-version",
+            input: "spec for vLLM `9.9.9`, a version without data",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "backend version '9.9.9' has no data for vllm on h200_sxm (versions with data: ",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["backend_version"] = json!("9.9.9");
+                ignore(engine_from_value(&v))
+            },
+        },
+        Case {
+            id: "spec-unknown-system",
+            input: "spec for system `h300_sxm`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "unknown system 'h300_sxm'",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["system_name"] = json!("h300_sxm");
+                let err = engine_from_value(&v).unwrap_err();
+                assert!(err.to_string().contains("valid systems: [b200_sxm, h100_sxm, h200_sxm]"), "{err}");
+                Err(err)
+            },
+        },
+        Case {
+            id: "spec-missing-systems-folder",
+            input: "spec whose `systems_path` does not exist",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "does not exist or is not a folder; pass the folder that holds h200_sxm.yaml",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["systems_path"] = json!(scratch_base().join("spec-missing-systems-folder/nowhere"));
+                ignore(engine_from_value(&v))
+            },
+        },
+        Case {
+            id: "spec-file-missing",
+            input: "`Engine::from_spec_file` on a path that does not exist",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "cannot read spec file: No such file or directory",
+            run: || ignore(Engine::from_spec_file(&scratch_base().join("spec-file-missing/nowhere.json"), None)),
+        },
+        // ---- system descriptions -----------------------------------------------------------
+        Case {
+            id: "system-yaml-malformed",
+            input: "`h200_sxm.yaml` that is not YAML (a tab in the indentation)",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "h200_sxm.yaml: ",
+            run: || engine_with_system_yaml("system-yaml-malformed", "data_dir: data/h200_sxm\ngpu:\n\tmem_bw: 1\n"),
+        },
+        Case {
+            id: "system-yaml-empty",
+            input: "zero-byte `h200_sxm.yaml`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "h200_sxm.yaml: ",
+            run: || engine_with_system_yaml("system-yaml-empty", ""),
+        },
+        Case {
+            id: "system-yaml-missing-field",
+            input: "`h200_sxm.yaml` without `gpu.mem_bw`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "missing field `mem_bw`",
+            run: || engine_with_system_yaml("system-yaml-missing-field", &h200_yaml_with("  mem_bw: 4800000000000\n", "")),
+        },
+        Case {
+            id: "system-yaml-wrong-type",
+            input: "`h200_sxm.yaml` with `mem_bw: fast`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "invalid type: string \"fast\"",
+            run: || engine_with_system_yaml("system-yaml-wrong-type", &h200_yaml_with("mem_bw: 4800000000000", "mem_bw: fast")),
+        },
+        Case {
+            id: "system-yaml-zero-bandwidth",
+            input: "`h200_sxm.yaml` with `mem_bw: 0`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "gpu.mem_bw must be a finite number > 0, got 0; correct it in the system YAML",
+            run: || engine_with_system_yaml("system-yaml-zero-bandwidth", &h200_yaml_with("mem_bw: 4800000000000", "mem_bw: 0")),
+        },
+        Case {
+            id: "system-yaml-nan-latency",
+            input: "`h200_sxm.yaml` with `p2p_latency: .nan`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "node.p2p_latency must be a finite number >= 0, got NaN",
+            run: || engine_with_system_yaml("system-yaml-nan-latency", &h200_yaml_with("p2p_latency: 1.0e-05", "p2p_latency: .nan")),
+        },
+        Case {
+            id: "system-yaml-no-gpus",
+            input: "system YAML text with `num_gpus_per_node: 0`",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "node.num_gpus_per_node must be at least 1, got 0",
+            run: || {
+                let text = h200_yaml_with("num_gpus_per_node: 8", "num_gpus_per_node: 0");
+                ignore(SystemSpec::from_yaml_str(&shipped_systems(), "h200_sxm", &text))
+            },
+        },
+        Case {
+            id: "versions-file-malformed",
+            input: "`query_versions.yaml` that is not YAML, when resolving a version",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "query_versions.yaml: ",
+            run: || {
+                let root = ShadowRoot::new("versions-file-malformed");
+                root.replace("query_versions.yaml", b"systems: [unclosed\n");
+                let system = SystemSpec::load(&root.root, "h200_sxm")?;
+                ignore(resolve_backend_version(&root.root, &system, Backend::Vllm, None))
+            },
+        },
+        Case {
+            id: "reuse-manifest-malformed",
+            input: "`perf_data_reuse_manifest.yaml` that is not YAML (shared layer on)",
+            variant: "System",
+            class: ErrorClass::Value,
+            fragment: "perf_data_reuse_manifest.yaml: ",
+            run: || {
+                let root = ShadowRoot::new("reuse-manifest-malformed");
+                root.replace("perf_data_reuse_manifest.yaml", b"entries: [unclosed\n");
+                ignore(root.engine(example_spec()))
+            },
+        },
+        // ---- perf tables -------------------------------------------------------------------
+        Case {
+            id: "table-missing",
+            input: "the spec's GEMM table deleted (shared layer off)",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "no GEMM rows loaded from 1 source(s)",
+            run: || {
+                let root = ShadowRoot::new("table-missing");
+                root.remove(GEMM_TABLE);
+                ignore(root.engine(example_spec_without_shared_layer())?.prefill_latency_ms(1, 128, 0))
+            },
+        },
+        Case {
+            id: "table-lfs-pointer",
+            input: "GEMM table that is an unresolved Git LFS pointer",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "unresolved Git LFS pointer, not parquet data; run `git lfs pull`",
+            run: || {
+                let pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 4096\n";
+                prefill_with_gemm_table("table-lfs-pointer", pointer, true)
+            },
+        },
+        Case {
+            id: "table-zero-bytes",
+            input: "zero-byte GEMM table",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "empty file (0 bytes)",
+            run: || prefill_with_gemm_table("table-zero-bytes", b"", true),
+        },
+        Case {
+            id: "table-not-parquet",
+            input: "GEMM table that is a CSV file",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "not a parquet file (the file does not start with the PAR1 magic)",
+            run: || prefill_with_gemm_table("table-not-parquet", b"m,n,k,latency\n1,2,3,0.5\n", true),
+        },
+        Case {
+            id: "table-corrupt-parquet",
+            input: "GEMM table with the parquet magic around garbage",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet: ",
+            run: || prefill_with_gemm_table("table-corrupt-parquet", b"PAR1 this is not a parquet body PAR1", true),
+        },
+        Case {
+            id: "table-truncated-parquet",
+            input: "GEMM table cut in half",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet: ",
+            run: || {
+                let full = std::fs::read(shipped_systems().join(GEMM_TABLE)).unwrap();
+                prefill_with_gemm_table("table-truncated-parquet", &full[..full.len() / 2], true)
+            },
+        },
+        Case {
+            id: "table-missing-column",
+            input: "GEMM table without a `latency` column",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet column \"latency\" missing (have: [\"gemm_dtype\", \"m\", \"n\", \"k\"])",
+            run: || {
+                let bytes = parquet_bytes(vec![
+                    ("gemm_dtype", Arc::new(StringArray::from(vec!["bfloat16"])) as ArrayRef),
+                    ("m", Arc::new(Int64Array::from(vec![1]))),
+                    ("n", Arc::new(Int64Array::from(vec![1024]))),
+                    ("k", Arc::new(Int64Array::from(vec![1024]))),
+                ]);
+                prefill_with_gemm_table("table-missing-column", &bytes, true)
+            },
+        },
+        Case {
+            id: "table-mistyped-column",
+            input: "GEMM table whose `m` column holds strings",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet column \"m\" has type string, expected integer",
+            run: || {
+                let bytes = parquet_bytes(vec![
+                    ("gemm_dtype", Arc::new(StringArray::from(vec!["bfloat16"])) as ArrayRef),
+                    ("m", Arc::new(StringArray::from(vec!["one"]))),
+                    ("n", Arc::new(Int64Array::from(vec![1024]))),
+                    ("k", Arc::new(Int64Array::from(vec![1024]))),
+                    ("latency", Arc::new(Float64Array::from(vec![0.01]))),
+                ]);
+                prefill_with_gemm_table("table-mistyped-column", &bytes, true)
+            },
+        },
+        Case {
+            id: "table-null-latency",
+            input: "GEMM table with a null `latency` cell",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet column \"latency\" has a null value at row 3",
+            run: || {
+                let mut latency = plausible_latencies();
+                latency[3] = None;
+                prefill_with_gemm_table("table-null-latency", &gemm_table_with_latency(latency), true)
+            },
+        },
+        Case {
+            id: "table-nan-latency",
+            input: "GEMM table with a NaN `latency`",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet column \"latency\" has the value NaN at row 2, but perf data must be finite and >= 0",
+            run: || {
+                let mut latency = plausible_latencies();
+                latency[2] = Some(f64::NAN);
+                prefill_with_gemm_table("table-nan-latency", &gemm_table_with_latency(latency), true)
+            },
+        },
+        Case {
+            id: "table-negative-latency",
+            input: "GEMM table with `latency` -0.5",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "has the value -0.5 at row 5, but perf data must be finite and >= 0; re-collect or remove that row",
+            run: || {
+                let mut latency = plausible_latencies();
+                latency[5] = Some(-0.5);
+                prefill_with_gemm_table("table-negative-latency", &gemm_table_with_latency(latency), true)
+            },
+        },
+        Case {
+            id: "table-infinite-power",
+            input: "GEMM table with an infinite `power`",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "parquet column \"power\" has the value inf at row 0",
+            run: || {
+                let bytes = parquet_bytes(vec![
+                    ("gemm_dtype", Arc::new(StringArray::from(vec!["bfloat16"])) as ArrayRef),
+                    ("m", Arc::new(Int64Array::from(vec![1]))),
+                    ("n", Arc::new(Int64Array::from(vec![1024]))),
+                    ("k", Arc::new(Int64Array::from(vec![1024]))),
+                    ("latency", Arc::new(Float64Array::from(vec![0.01]))),
+                    ("power", Arc::new(Float64Array::from(vec![f64::INFINITY]))),
+                ]);
+                prefill_with_gemm_table("table-infinite-power", &bytes, true)
+            },
+        },
+        Case {
+            id: "table-negative-size",
+            input: "GEMM table with `m` = -1",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "negative value -1 in integer column \"m\"",
+            run: || {
+                let bytes = parquet_bytes(vec![
+                    ("gemm_dtype", Arc::new(StringArray::from(vec!["bfloat16"])) as ArrayRef),
+                    ("m", Arc::new(Int64Array::from(vec![-1]))),
+                    ("n", Arc::new(Int64Array::from(vec![1024]))),
+                    ("k", Arc::new(Int64Array::from(vec![1024]))),
+                    ("latency", Arc::new(Float64Array::from(vec![0.01]))),
+                ]);
+                prefill_with_gemm_table("table-negative-size", &bytes, true)
+            },
+        },
+        Case {
+            id: "table-corrupt-footer",
+            input: "GEMM table whose footer puts a column at a negative offset (found by fuzzing; the parquet reader asserted)",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet footer: column ",
+            run: || prefill_with_gemm_table("table-corrupt-footer", &regression_file("negative_column_offset.parquet"), true),
+        },
+        Case {
+            id: "table-reader-panic",
+            input: "`RawTable::from_parquet_bytes` on a file whose string page makes the parquet reader divide by zero (found by fuzzing)",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet file: the reader failed on it (attempt to divide by zero)",
+            run: || {
+                let bytes = regression_file("byte_array_zero_values.parquet");
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("byte_array_zero_values.parquet"), &bytes, None))
+            },
+        },
+        Case {
+            id: "table-bytes-lfs-pointer",
+            input: "`RawTable::from_parquet_bytes` on a Git LFS pointer",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "unresolved Git LFS pointer",
+            run: || {
+                let pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 4096\n";
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("in-memory.parquet"), pointer, None))
+            },
+        },
+        // ---- estimate arguments -------------------------------------------------------------
+        Case {
+            id: "args-prefix-equals-isl",
+            input: "prefill with `prefix` = `isl` = 128",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "isl must be greater than 0 after removing prefix, but got 0",
+            run: || ignore(shipped_engine().prefill_latency_ms(1, 128, 128)),
+        },
+        Case {
+            id: "args-isl-zero",
+            input: "prefill with `isl` = 0",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "isl must be greater than 0 after removing prefix, but got 0",
+            run: || ignore(shipped_engine().prefill_latency_ms(1, 0, 0)),
+        },
+        Case {
+            id: "args-mixed-prefix-exceeds-isl",
+            input: "mixed step with `prefix` 200 > `isl` 128",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "isl must be greater than 0 after removing prefix, but got -72",
+            run: || ignore(shipped_engine().mixed_step_latency_ms(128, 0, 128, 16, 200, 1.0, 1.0)),
+        },
+        Case {
+            id: "args-batch-zero",
+            input: "prefill of a batch of 0 requests",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "batch=0",
+            run: || ignore(shipped_engine().prefill_latency_ms(0, 128, 0)),
+        },
+        Case {
+            id: "args-nan-scale",
+            input: "mixed step with `seq_imbalance_correction_scale` NaN",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "seq_imbalance_correction_scale must be a finite number (1.0 leaves attention unscaled), got NaN",
+            run: || ignore(shipped_engine().mixed_step_latency_ms(128, 4, 128, 16, 0, f64::NAN, 1.0)),
+        },
+        Case {
+            id: "args-infinite-gen-scale",
+            input: "decode step with `gen_seq_imbalance_correction_scale` -inf",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "gen_seq_imbalance_correction_scale must be a finite number",
+            run: || ignore(shipped_engine().decode_step_latency_ms(8, 128, 16, f64::NEG_INFINITY)),
+        },
+        Case {
+            id: "args-infinite-scale",
+            input: "static run with `gen_scale` +inf",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "got inf",
+            run: || {
+                let run = aic_core::StaticRun { gen_scale: f64::INFINITY, ..aic_core::StaticRun::new(1, 128, 16) };
+                ignore(shipped_engine().run_static(&run))
+            },
+        },
+        Case {
+            id: "args-run-mode",
+            input: "run mode `static_bogus`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "invalid mode \"static_bogus\"; expected one of \"static\", \"static_ctx\", \"static_gen\"",
+            run: || ignore(RunMode::parse("static_bogus")),
+        },
+        Case {
+            id: "args-batch-kind",
+            input: "batch estimate kind `prefil`",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "unknown batch estimate kind \"prefil\"; expected \"prefill\", \"decode\" or \"decode_step\"",
+            run: || ignore(BatchKind::parse("prefil")),
+        },
+        Case {
+            id: "args-batch-columns",
+            input: "batch estimate with columns of 3, 2 and 3 values",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "batch columns must have equal lengths, got 3, 2, 3",
+            run: || ignore(shipped_engine().estimate_batch(BatchKind::Prefill, &[1, 1, 1], &[128, 128], &[0, 0, 0], Some(1))),
+        },
+        Case {
+            id: "args-batch-threads-zero",
+            input: "batch estimate on 0 threads",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "threads must be at least 1",
+            run: || ignore(shipped_engine().estimate_batch(BatchKind::Prefill, &[1], &[128], &[0], Some(0))),
+        },
+        Case {
+            id: "args-batch-bad-point",
+            input: "batch estimate whose second point has `prefix` = `isl`",
+            variant: "BatchPoint",
+            class: ErrorClass::Value,
+            fragment: "batch point 1 [1, 128, 128]: invalid engine config: isl must be greater than 0",
+            run: || ignore(shipped_engine().estimate_batch(BatchKind::Prefill, &[1, 1], &[128, 128], &[0, 128], Some(1))),
+        },
+        Case {
+            id: "args-ops-json-malformed",
+            input: "`evaluate_ops_json` with truncated JSON",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "evaluate_ops_json: invalid op list JSON",
+            run: || ignore(shipped_engine().evaluate_ops_json("[{", true, 1, 128, 0, 1.0, None)),
+        },
+        Case {
+            id: "args-missing-flops",
+            input: "an nvfp4 GEMM on h200_sxm (no `fp4_tc_flops`)",
+            variant: "MissingSystemFlops",
+            class: ErrorClass::MissingSystemFlops,
+            fragment: "quant mode 'nvfp4' needs 'fp4_tc_flops'",
+            run: || {
+                let ops = r#"[{"Gemm":{"name":"g","scale_factor":1.0,"n":4096,"k":4096,"quant_mode":"nvfp4","scale_num_tokens":1}}]"#;
+                let mut spec = example_spec();
+                spec.engine.database_mode = aic_core::DatabaseMode::Sol;
+                let engine = Engine::from_spec(spec, Some(&shipped_systems()))?;
+                ignore(engine.evaluate_ops_json(ops, true, 1, 128, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "args-backend-name",
+            input: "backend name `tensorrt`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "unknown backend \"tensorrt\"; expected one of \"trtllm\", \"sglang\", \"vllm\"",
+            run: || ignore(Backend::parse("tensorrt")),
+        },
+    ]
+}
+
+/// Runs a case: it must return an error (a panic is reported as such, not propagated).
+fn error_of(case: &Case) -> Result<AicError, String> {
+    match catch_unwind(AssertUnwindSafe(case.run)) {
+        Ok(Err(e)) => Ok(e),
+        Ok(Ok(())) => Err(format!(
+            "{}: the bad input was accepted (no error)",
+            case.id
+        )),
+        Err(_) => Err(format!("{}: the bad input made the engine panic", case.id)),
+    }
+}
+
+/// Runs a case and checks its error against the expectation.
+fn check(case: &Case) -> Result<AicError, String> {
+    let err = error_of(case)?;
+    let message = err.to_string();
+    let variant = variant_name(&err);
+    if variant != case.variant || err.class() != case.class {
+        return Err(format!(
+            "{}: expected AicError::{} ({:?}), got AicError::{variant} ({:?}): {message}",
+            case.id,
+            case.variant,
+            case.class,
+            err.class()
+        ));
+    }
+    if !message.contains(case.fragment) {
+        return Err(format!(
+            "{}: the message lacks {:?}:\n{message}",
+            case.id, case.fragment
+        ));
+    }
+    Ok(err)
+}
+
+/// Every case run once per test process (both tests below read the outcomes).
+fn outcomes() -> &'static [(Case, Result<AicError, String>)] {
+    static OUTCOMES: OnceLock<Vec<(Case, Result<AicError, String>)>> = OnceLock::new();
+    OUTCOMES.get_or_init(|| {
+        cases()
+            .into_iter()
+            .map(|case| {
+                let outcome = check(&case);
+                (case, outcome)
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn every_bad_input_gives_its_typed_error() {
+    let failures: Vec<&String> = outcomes()
+        .iter()
+        .filter_map(|(_, o)| o.as_ref().err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} case(s) failed:\n{}",
+        failures.len(),
+        outcomes().len(),
+        failures
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
+
+#[test]
+fn case_ids_are_unique_and_enough() {
+    let cases = cases();
+    let mut ids: Vec<&str> = cases.iter().map(|c| c.id).collect();
+    ids.sort_unstable();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), before, "duplicate case ids");
+    assert!(before >= 30, "the core catalogue has only {before} cases");
+}
+
+/// The doc's `rust` table, rendered from the cases and the messages they produce.
+fn render_rust_section() -> String {
+    let mut out = String::from(
+        "| id | bad input | core error | Python exception | message |\n|---|---|---|---|---|\n",
+    );
+    for (case, outcome) in outcomes() {
+        let message = match outcome {
+            Ok(err) => doc_table::doc_message(&err.to_string()),
+            Err(failure) => panic!("fix the failing case before checking the doc: {failure}"),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | `AicError::{}` | `{}` | {} |\n",
+            case.id,
+            case.input.replace('|', "\\|"),
+            case.variant,
+            python_class(case.class),
+            message
+        ));
+    }
+    out
+}
+
+#[test]
+fn doc_lists_exactly_these_cases() {
+    doc_table::check_or_bless("rust", &render_rust_section());
+}
+
+#[test]
+fn doc_catalogue_ids_are_unique_across_languages() {
+    let doc = std::fs::read_to_string(doc_table::errors_doc()).expect("docs/errors.md");
+    let mut all = Vec::new();
+    for name in ["rust", "python", "c"] {
+        let text = doc_table::section(&doc, name)
+            .unwrap_or_else(|| panic!("docs/errors.md lacks the `{name}` catalogue section"));
+        all.extend(doc_table::section_ids(&text));
+    }
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        total,
+        "an id appears twice in the docs/errors.md catalogue"
+    );
+}
+
+#[test]
+fn doc_c_rows_name_checks_that_exist_in_the_c_test() {
+    let doc = std::fs::read_to_string(doc_table::errors_doc()).expect("docs/errors.md");
+    let section =
+        doc_table::section(&doc, "c").expect("docs/errors.md lacks the `c` catalogue section");
+    let c_test = fixtures::repo_root().join("crates/aic-ffi/tests/c/aic_abi_test.c");
+    let program =
+        std::fs::read_to_string(&c_test).unwrap_or_else(|e| panic!("{}: {e}", c_test.display()));
+    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+    assert!(!rows.is_empty(), "the C catalogue section has no rows");
+    for row in rows {
+        // last cell: `function`: "label"
+        let cell = row
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap_or_default();
+        let function = cell.split('`').nth(1).unwrap_or_default();
+        let label = cell.split('"').nth(1).unwrap_or_default();
+        assert!(
+            !function.is_empty() && !label.is_empty(),
+            "malformed C catalogue row: {row}"
+        );
+        assert!(
+            program.contains(&format!("static void {function}(")),
+            "{row}: no function {function} in the C test"
+        );
+        assert!(
+            program.contains(&format!("\"{label}\"")),
+            "{row}: no check labelled {label:?} in the C test"
+        );
+    }
+}

@@ -1,0 +1,322 @@
+"""The bad-input catalogue of the Python surface (issue 8): malformed Hugging Face configs,
+unknown models, impossible parallelism, unknown system / backend / version, and misuse of
+``AicEngine`` (bad spec bytes, negative or overflowing integers, NaN scales, broken data).
+
+Each case feeds one bad input through the public API and checks the exception class and a
+fragment of its message. ``docs/errors.md`` lists the same cases with the full message each one
+gets; ``test_doc_lists_exactly_these_cases`` fails when they differ. Regenerate the table after
+a deliberate change with ``AIC_BLESS=1 pytest tests/python/test_error_catalogue.py``.
+
+Nothing here skips: the native module must be built (``pip install .``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from aic import AicEngine, compile_engine
+from aic import _aic
+from aic.errors import HeadDivisibilityError, UnsupportedArchitectureError
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_SYSTEMS = REPO / "data" / "systems"
+MODEL_CONFIGS = REPO / "data" / "model_configs"
+ERRORS_DOC = REPO / "docs" / "errors.md"
+GEMM_TABLE = "data/h200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet"
+MAX_MESSAGE_CHARS = 300
+
+
+class Scratch:
+    """A private folder per case, with helpers to write the bad inputs into it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def config_dir(self, config, quant=None, raw: str | None = None) -> str:
+        """A model folder whose ``config.json`` is ``config`` (or the literal text ``raw``)."""
+        folder = self.root / "model"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = raw if raw is not None else json.dumps(config)
+        (folder / "config.json").write_text(text, encoding="utf-8")
+        if quant is not None:
+            (folder / "hf_quant_config.json").write_text(quant, encoding="utf-8")
+        return str(folder)
+
+    def qwen3_8b(self, **changes) -> str:
+        """The shipped Qwen3-8B config with fields changed (``None`` deletes a field)."""
+        config = json.loads((MODEL_CONFIGS / "Qwen--Qwen3-8B_config.json").read_text())
+        for key, value in changes.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        return self.config_dir(config)
+
+    def systems_copy(self) -> Path:
+        """A systems folder whose top-level files are copies and whose h200_sxm data is a
+        tree of symlinks to the shipped files (so one file can be replaced cheaply)."""
+        root = self.root / "systems"
+        root.mkdir(parents=True)
+        for entry in SHIPPED_SYSTEMS.iterdir():
+            if entry.is_file():
+                shutil.copy(entry, root / entry.name)
+        shipped = SHIPPED_SYSTEMS / "data" / "h200_sxm"
+        for folder, _dirs, files in os.walk(shipped):
+            target = root / "data" / "h200_sxm" / Path(folder).relative_to(shipped)
+            target.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                (target / name).symlink_to(Path(folder) / name)
+        return root
+
+
+def _spec() -> bytes:
+    return compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm")
+
+
+def _engine() -> AicEngine:
+    return AicEngine.from_spec(_spec())
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    input: str
+    exception: type
+    fragment: str
+    run: Callable[[Scratch], object]
+
+    @property
+    def exception_name(self) -> str:
+        return self.exception.__name__
+
+
+def _engine_with_gemm_table(scratch: Scratch, content: bytes):
+    root = scratch.systems_copy()
+    table = root / GEMM_TABLE
+    table.unlink()
+    table.write_bytes(content)
+    engine = AicEngine.from_spec(_spec(), str(root))
+    return engine.predict_prefill_latency(1, 128)
+
+
+CASES = [
+    # ---- Hugging Face configs ---------------------------------------------------------------
+    Case("config-truncated", "`config.json` cut in half", ValueError, "malformed JSON in model config",
+         lambda s: compile_engine(s.config_dir(None, raw='{"architectures": ["Qwen3ForCausalLM"], "hidd'),
+                                  "h200_sxm", "vllm")),
+    Case("config-empty", "zero-byte `config.json`", ValueError, "malformed JSON in model config",
+         lambda s: compile_engine(s.config_dir(None, raw=""), "h200_sxm", "vllm")),
+    Case("config-not-object", "`config.json` holding a JSON list", ValueError,
+         "must be a JSON object, got list",
+         lambda s: compile_engine(s.config_dir([1, 2]), "h200_sxm", "vllm")),
+    Case("config-no-architectures", "config without `architectures`", ValueError,
+         "has no 'architectures' list naming the model class",
+         lambda s: compile_engine(s.qwen3_8b(architectures=None), "h200_sxm", "vllm")),
+    Case("config-unknown-architecture", "config with `architectures: [\"FooForCausalLM\"]`",
+         UnsupportedArchitectureError, "The model's architecture FooForCausalLM is not supported",
+         lambda s: compile_engine(s.qwen3_8b(architectures=["FooForCausalLM"]), "h200_sxm", "vllm")),
+    Case("config-architecture-not-implemented", "shipped Qwen3-VL MoE config (an architecture aic does not build yet)",
+         UnsupportedArchitectureError, "Qwen3VLMoeForConditionalGeneration",
+         lambda s: compile_engine("Qwen/Qwen3-VL-30B-A3B-Instruct", "h200_sxm", "vllm", tp_size=4, moe_tp_size=4)),
+    Case("config-missing-field", "config without `hidden_size`", ValueError,
+         "lacks the required field 'hidden_size'",
+         lambda s: compile_engine(s.qwen3_8b(hidden_size=None), "h200_sxm", "vllm")),
+    Case("config-field-wrong-type", "config with `hidden_size: \"big\"`", ValueError,
+         "field 'hidden_size' must be an integer, got 'big'",
+         lambda s: compile_engine(s.qwen3_8b(hidden_size="big"), "h200_sxm", "vllm")),
+    Case("config-field-infinite", "config with `hidden_size: Infinity`", ValueError,
+         "field 'hidden_size' must be an integer, got inf",
+         lambda s: compile_engine(s.qwen3_8b(hidden_size=float("inf")), "h200_sxm", "vllm")),
+    Case("config-field-nan", "config with `intermediate_size: NaN`", ValueError,
+         "field 'intermediate_size' must be an integer, got nan",
+         lambda s: compile_engine(s.qwen3_8b(intermediate_size=float("nan")), "h200_sxm", "vllm")),
+    Case("config-field-negative", "config with `hidden_size: -4096`", ValueError,
+         "field 'hidden_size' must be between 0 and 4294967295, got -4096",
+         lambda s: compile_engine(s.qwen3_8b(hidden_size=-4096), "h200_sxm", "vllm")),
+    Case("config-field-too-large", "config with `vocab_size: 2**40`", ValueError,
+         "field 'vocab_size' must be between 0 and 4294967295, got 1099511627776",
+         lambda s: compile_engine(s.qwen3_8b(vocab_size=2**40), "h200_sxm", "vllm")),
+    Case("config-zero-layers", "config with `num_hidden_layers: 0`", ValueError,
+         "field 'num_hidden_layers' must be a positive integer, got 0",
+         lambda s: compile_engine(s.qwen3_8b(num_hidden_layers=0), "h200_sxm", "vllm")),
+    Case("config-zero-heads", "config with `num_attention_heads: 0`", ValueError,
+         "field 'num_attention_heads' must be a positive integer, got 0",
+         lambda s: compile_engine(s.qwen3_8b(num_attention_heads=0), "h200_sxm", "vllm")),
+    Case("config-quant-not-object", "`hf_quant_config.json` holding a JSON list", ValueError,
+         "must be a JSON object, got list",
+         lambda s: compile_engine(s.config_dir(json.loads((MODEL_CONFIGS / "Qwen--Qwen3-8B_config.json").read_text()),
+                                               quant="[]"), "h200_sxm", "vllm")),
+    # ---- where the model comes from ---------------------------------------------------------
+    Case("model-unknown-id", "model id `acme/NoSuchModel-1B`", ValueError,
+         "is neither a local folder / config.json path nor a shipped model id",
+         lambda s: compile_engine("acme/NoSuchModel-1B", "h200_sxm", "vllm")),
+    Case("model-path-missing", "model path `./nowhere/config.json`", ValueError,
+         "missing config.json: no folder or file './nowhere/config.json' exists",
+         lambda s: compile_engine("./nowhere/config.json", "h200_sxm", "vllm")),
+    Case("model-folder-without-config", "model folder without `config.json`", ValueError, "has no config.json",
+         lambda s: compile_engine(str(s.root), "h200_sxm", "vllm")),
+    # ---- parallelism ------------------------------------------------------------------------
+    Case("parallel-tp-zero", "`tp_size=0`", ValueError, "tp_size must be positive, got 0.",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", tp_size=0)),
+    Case("parallel-tp-not-integer", "`tp_size=\"two\"`", ValueError, "tp_size must be an integer, got 'two'.",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", tp_size="two")),
+    Case("parallel-heads-not-divisible", "`tp_size=3` for 32 attention heads", HeadDivisibilityError,
+         "num_heads 32 should be divisible by tp_size 3",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", tp_size=3)),
+    Case("parallel-moe-width", "MoE model with `tp_size=2`, `moe_ep_size=4`", ValueError,
+         "Parallelism width mismatch",
+         lambda s: compile_engine("Qwen/Qwen3-30B-A3B", "h200_sxm", "vllm", tp_size=2, moe_ep_size=4)),
+    Case("parallel-nextn-negative", "`nextn=-1`", ValueError, "nextn (-1) must be >= 0.",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", nextn=-1)),
+    # ---- deployment names -------------------------------------------------------------------
+    Case("compile-unknown-system", "system `h300_sxm`", ValueError, "'h300_sxm'",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h300_sxm", "vllm")),
+    Case("compile-unknown-backend", "backend `tensorrt`", ValueError,
+         "unknown backend 'tensorrt'; expected one of: trtllm, sglang, vllm",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "tensorrt")),
+    Case("compile-unknown-version", "vLLM version `9.9.9`", ValueError, "'9.9.9'",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", backend_version="9.9.9")),
+    Case("compile-unknown-quant", "`gemm_quant_mode=\"fp9\"`", ValueError, "'fp9'",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", gemm_quant_mode="fp9")),
+    Case("compile-database-mode", "`database_mode=\"silicon\"` (lower case)", ValueError,
+         "SILICON, HYBRID, EMPIRICAL, SOL",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", database_mode="silicon")),
+    Case("compile-kv-block-size", "`kv_block_size=0`", ValueError,
+         "kv_block_size must be a positive integer or None, got 0",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", kv_block_size=0)),
+    # ---- AicEngine --------------------------------------------------------------------------
+    Case("engine-spec-garbage", "`AicEngine.from_spec(b\"garbage\")`", ValueError, "not an aic engine spec",
+         lambda s: AicEngine.from_spec(b"garbage")),
+    Case("engine-spec-not-bytes", "`AicEngine.from_spec` given a `str`", TypeError,
+         "argument 'spec_bytes': 'str' object is not an instance of",
+         lambda s: AicEngine.from_spec("not bytes")),
+    Case("engine-spec-truncated", "compiled spec cut in half", ValueError, "corrupt or truncated spec payload",
+         lambda s: AicEngine.from_spec(_spec()[: len(_spec()) // 2])),
+    Case("engine-spec-other-schema", "spec JSON with `schema_version` 14", ValueError,
+         "unsupported schema version for EngineSpec: got 14, expected 15",
+         lambda s: AicEngine.from_spec(json.dumps({**json.loads(_aic.decode_spec(_spec())), "schema_version": 14}).encode())),
+    Case("engine-missing-systems-folder", "`from_spec(spec, systems_path=<missing folder>)`", ValueError,
+         "does not exist or is not a folder",
+         lambda s: AicEngine.from_spec(_spec(), str(s.root / "nowhere"))),
+    Case("engine-negative-batch", "`predict_prefill_latency(-1, 128)`", OverflowError,
+         "out of range integral type conversion attempted",
+         lambda s: _engine().predict_prefill_latency(-1, 128)),
+    Case("engine-token-overflow", "`predict_prefill_latency(1, 2**32)` (isl beyond u32)", OverflowError,
+         "out of range integral type conversion attempted",
+         lambda s: _engine().predict_prefill_latency(1, 2**32)),
+    Case("engine-float-argument", "`predict_prefill_latency(1.5, 128)`", TypeError,
+         "'float' object cannot be interpreted as an integer",
+         lambda s: _engine().predict_prefill_latency(1.5, 128)),
+    Case("engine-prefix-equals-isl", "`predict_prefill_latency(1, 128, prefix=128)`", ValueError,
+         "isl must be greater than 0 after removing prefix, but got 0",
+         lambda s: _engine().predict_prefill_latency(1, 128, 128)),
+    Case("engine-nan-scale", "`mixed_step_latency(..., seq_imbalance_correction_scale=nan)`", ValueError,
+         "seq_imbalance_correction_scale must be a finite number",
+         lambda s: _engine().mixed_step_latency(128, 4, 128, 16, 0, float("nan"))),
+    Case("engine-run-mode", "`run_static(..., mode=\"static_bogus\")`", ValueError,
+         "invalid mode \"static_bogus\"",
+         lambda s: _engine().run_static(1, 1, 128, 16, mode="static_bogus")),
+    Case("engine-missing-flops", "nvfp4 GEMMs on h200_sxm (no `fp4_tc_flops`)", _aic.MissingSystemFlopsError,
+         "needs 'fp4_tc_flops'",
+         lambda s: AicEngine.from_spec(compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", gemm_quant_mode="nvfp4",
+                                                      database_mode="SOL")).predict_prefill_latency(1, 128)),
+    Case("engine-lfs-table", "GEMM table replaced by a Git LFS pointer", _aic.PerfDataNotAvailableError,
+         "unresolved Git LFS pointer, not parquet data; run `git lfs pull`",
+         lambda s: _engine_with_gemm_table(s, b"version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n")),
+]
+
+
+def _scratch(tmp_path: Path) -> Scratch:
+    return Scratch(tmp_path)
+
+
+def _raise(case: Case, tmp_path: Path) -> BaseException:
+    try:
+        result = case.run(_scratch(tmp_path))
+    except BaseException as exc:  # noqa: BLE001 - the point is to see what comes out
+        return exc
+    raise AssertionError(f"{case.id}: the bad input was accepted and returned {result!r}")
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_gives_its_exception(case: Case, tmp_path: Path):
+    exc = _raise(case, tmp_path)
+    assert type(exc) is case.exception, f"{case.id}: expected {case.exception_name}, got {type(exc).__name__}: {exc}"
+    assert case.fragment in str(exc), f"{case.id}: message lacks {case.fragment!r}: {exc}"
+
+
+def test_case_ids_are_unique_and_enough():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    assert len(ids) >= 30
+
+
+# ---------------------------------------------------------------------------------- the doc
+
+
+def _doc_message(message: str, tmp_path: Path) -> str:
+    text = message.replace(str(tmp_path), "<tmp>").replace(str(REPO), "<repo>")
+    text = " ".join(text.split())
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return text.replace("|", "\\|")
+
+
+def _render(tmp_path_factory) -> str:
+    lines = ["| id | bad input | Python exception | message |", "|---|---|---|---|"]
+    for case in CASES:
+        tmp = tmp_path_factory.mktemp(case.id)
+        exc = _raise(case, tmp)
+        assert type(exc) is case.exception, f"{case.id}: fix the failing case first: {exc!r}"
+        module = type(exc).__module__
+        name = case.exception_name if module == "builtins" else f"{module}.{case.exception_name}"
+        input_text = case.input.replace("|", "\\|")
+        lines.append(f"| `{case.id}` | {input_text} | `{name}` | {_doc_message(str(exc), tmp)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _section(doc: str, name: str) -> tuple[int, int]:
+    begin = f"<!-- BEGIN catalogue:{name} -->\n"
+    end = f"<!-- END catalogue:{name} -->"
+    start = doc.index(begin) + len(begin)
+    return start, doc.index(end, start)
+
+
+@pytest.mark.engine
+def test_doc_lists_exactly_these_cases(tmp_path_factory):
+    rendered = _render(tmp_path_factory)
+    doc = ERRORS_DOC.read_text(encoding="utf-8")
+    start, stop = _section(doc, "python")
+    if doc[start:stop] == rendered:
+        return
+    if os.environ.get("AIC_BLESS") == "1":
+        ERRORS_DOC.write_text(doc[:start] + rendered + doc[stop:], encoding="utf-8")
+        return
+    current = doc[start:stop].splitlines()
+    fresh = rendered.splitlines()
+    stale = [line for line in current if line not in fresh]
+    missing = [line for line in fresh if line not in current]
+    pytest.fail(
+        "docs/errors.md section `python` is out of date with the catalogue cases.\n"
+        "rows in the doc but not produced by the tests:\n" + "\n".join(stale) + "\n"
+        "rows the tests produce but the doc lacks:\n" + "\n".join(missing) + "\n"
+        "Regenerate with: AIC_BLESS=1 pytest tests/python/test_error_catalogue.py"
+    )
+
+
+def test_doc_ids_match_no_other_language():
+    doc = ERRORS_DOC.read_text(encoding="utf-8")
+    ids = []
+    for name in ("rust", "python", "c"):
+        start, stop = _section(doc, name)
+        ids += re.findall(r"^\| `([^`]+)` \|", doc[start:stop], flags=re.M)
+    assert len(ids) == len(set(ids)), "an id appears twice in the docs/errors.md catalogue"
