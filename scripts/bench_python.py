@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -71,13 +70,19 @@ def _engine(aic):
 
 
 def _fresh_process(code: str) -> dict:
-    """Runs ``code`` in a new interpreter; wall time and the child's peak RSS (MiB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Runs ``code`` in a new interpreter; wall time and the child's own peak RSS (MiB). The
+    child reads its ``VmHWM`` (reset by ``exec``); ``ru_maxrss`` survives ``exec`` on Linux and
+    would count this (larger) process's pages from before it."""
+    report = (
+        "; import sys; sys.stdout.write([l.split()[1] for l in open('/proc/self/status') "
+        "if l.startswith('VmHWM:')][0])"
+    )
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir())
+    done = subprocess.run(
+        [sys.executable, "-c", code + report], check=True, cwd=tempfile.gettempdir(), capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"wall_s": wall, "peak_rss_mib": max(peak_kib, before) / 1024.0}
+    return {"wall_s": wall, "peak_rss_mib": int(done.stdout.strip().splitlines()[-1]) / 1024.0}
 
 
 def main() -> int:
