@@ -25,34 +25,68 @@ pub struct GemmSite {
     pub leaves: Vec<Leaf>,
 }
 
+/// Where a token count falls on a sorted `m` axis: on a collected point, between two, or
+/// outside the curve (a one-point curve is "outside" everywhere but on its point).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bracket {
+    /// On the point at this index.
+    Exact(usize),
+    /// Between `lo` and `lo + 1`, at weight `w` from `lo`.
+    Between { lo: usize, w: f64 },
+    /// Below the first or above the last point.
+    Outside,
+}
+
+impl Bracket {
+    /// Brackets `m` on a non-empty sorted axis whose entries read as `f64` through `at`.
+    #[inline]
+    fn find<T: Copy>(ms: &[T], m: f64, at: impl Fn(T) -> f64) -> Bracket {
+        let first = at(ms[0]);
+        let last = at(ms[ms.len() - 1]);
+        if ms.len() > 1 && m >= first && m <= last {
+            let hi = ms.partition_point(|&v| at(v) < m);
+            if at(ms[hi]) == m {
+                return Bracket::Exact(hi);
+            }
+            let lo = hi - 1;
+            let w = (m - at(ms[lo])) / (at(ms[hi]) - at(ms[lo]));
+            return Bracket::Between { lo, w };
+        }
+        if ms.len() == 1 && m == first {
+            return Bracket::Exact(0);
+        }
+        Bracket::Outside
+    }
+}
+
 impl GemmSite {
     /// Evaluates the curve at `m` (exact, raw lerp, or median-util hold of the three end
     /// points on the query's side). `sol(m, n, k)` is the GEMM SOL.
-    pub fn eval(&self, m: f64, sol: &dyn Fn(f64, f64, f64) -> f64) -> Option<Val> {
-        let ms = &self.ms;
-        if ms.is_empty() {
+    pub fn eval<F: Fn(f64, f64, f64) -> f64 + ?Sized>(&self, m: f64, sol: &F) -> Option<Val> {
+        if self.ms.is_empty() {
             return None;
         }
-        let (n, k) = (self.n as f64, self.k as f64);
-        let first = ms[0] as f64;
-        let last = ms[ms.len() - 1] as f64;
-        if ms.len() > 1 && m >= first && m <= last {
-            let hi = ms.partition_point(|&v| (v as f64) < m);
-            if ms[hi] as f64 == m {
-                return Some(self.leaves[hi].value());
+        self.eval_at(Bracket::find(&self.ms, m, |v| v as f64), m, sol)
+    }
+
+    /// [`GemmSite::eval`] with the bracket of `m` on this curve's axis already found.
+    #[inline]
+    fn eval_at<F: Fn(f64, f64, f64) -> f64 + ?Sized>(&self, bracket: Bracket, m: f64, sol: &F) -> Option<Val> {
+        match bracket {
+            Bracket::Exact(i) => Some(self.leaves[i].value()),
+            Bracket::Between { lo, w } => {
+                let (a, b) = (&self.leaves[lo], &self.leaves[lo + 1]);
+                Some(Val::derived(lerp(a.latency, b.latency, w), lerp(a.blend_power(), b.blend_power(), w)))
             }
-            let lo = hi - 1;
-            let w = (m - ms[lo] as f64) / (ms[hi] as f64 - ms[lo] as f64);
-            let (a, b) = (&self.leaves[lo], &self.leaves[hi]);
-            return Some(Val::derived(
-                lerp(a.latency, b.latency, w),
-                lerp(a.blend_power(), b.blend_power(), w),
-            ));
+            Bracket::Outside => self.hold(m, sol),
         }
-        if ms.len() == 1 && m == first {
-            return Some(self.leaves[0].value());
-        }
-        // Outside the curve (or a single point): median utilisation of the end points.
+    }
+
+    /// Outside the curve (or a single point): median utilisation of the end points.
+    fn hold<F: Fn(f64, f64, f64) -> f64 + ?Sized>(&self, m: f64, sol: &F) -> Option<Val> {
+        let ms = &self.ms;
+        let (n, k) = (self.n as f64, self.k as f64);
+        let last = ms[ms.len() - 1] as f64;
         let take = ms.len().min(3);
         let range = if m > last { ms.len() - take..ms.len() } else { 0..take };
         let mut utils = [0.0f64; 3];
@@ -167,7 +201,21 @@ impl ScatteredSitesBuilder {
                 _ => coverage.push((lo, hi)),
             }
         }
-        ScatteredSites { sites, site_index, coverage, by_key: OnceLock::new() }
+        // One m axis for every site (the usual full-factorial collection): a query brackets m
+        // once and every site it reads reuses the bracket.
+        let shared_ms = match sites.first() {
+            Some(first) if first.ms.len() > 1 && sites.iter().all(|s| s.ms == first.ms) => {
+                Some(first.ms.iter().map(|&m| m as f64).collect())
+            }
+            _ => None,
+        };
+        let uniform_range = match sites.first() {
+            Some(first) if !first.ms.is_empty() => sites.iter().all(|s| {
+                !s.ms.is_empty() && s.ms[0] == first.ms[0] && s.ms[s.ms.len() - 1] == first.ms[first.ms.len() - 1]
+            }),
+            _ => false,
+        };
+        ScatteredSites { sites, site_index, coverage, shared_ms, uniform_range, by_key: OnceLock::new() }
     }
 }
 
@@ -178,6 +226,11 @@ pub struct ScatteredSites {
     site_index: FastHashMap<(u64, u64), usize>,
     /// Union of the sites' `m` ranges, as disjoint sorted intervals.
     coverage: Vec<(u64, u64)>,
+    /// The `m` axis as `f64` when every site has this same axis (at least two points).
+    shared_ms: Option<Box<[f64]>>,
+    /// Every site covers the same non-empty `m` range: then which sites an unknown shape
+    /// blends does not depend on `m` (all cover it, or none does).
+    uniform_range: bool,
     /// Every point in ascending `(m, n, k)` order: the order the empirical estimate takes its
     /// samples in, which decides exact distance ties (not the site enumeration order). Built on
     /// the first empirical query.
@@ -193,6 +246,8 @@ pub struct NeighbourOrder {
     /// The site collected at exactly `(n, k)`, if any.
     own: Option<usize>,
     order: Vec<(f64, usize)>,
+    /// With a uniform `m` range, the (at most four) sites every query blends, chosen once.
+    fixed: Option<([(f64, usize); 4], usize)>,
 }
 
 impl ScatteredSites {
@@ -238,7 +293,19 @@ impl ScatteredSites {
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let own = self.site_index.get(&(n, k)).copied();
-        NeighbourOrder { n, k, own, order: if own.is_some() { Vec::new() } else { order } }
+        let mut fixed = None;
+        if own.is_none() && self.uniform_range {
+            let mut chosen = [(0.0f64, 0usize); 4];
+            let mut n_chosen = 0;
+            for &(d, i) in order.iter().take_while(|p| p.0 <= MAX_SITE_DISTANCE).take(4) {
+                chosen[n_chosen] = (d, i);
+                n_chosen += 1;
+            }
+            if n_chosen > 0 {
+                fixed = Some((chosen, n_chosen));
+            }
+        }
+        NeighbourOrder { n, k, own, order: if own.is_some() { Vec::new() } else { order }, fixed }
     }
 
     fn any_covers(&self, m: f64) -> bool {
@@ -247,13 +314,26 @@ impl ScatteredSites {
 
     /// Resolves `(m, n, k)` with a precomputed neighbour order for `(n, k)`: own site if
     /// collected, else the four nearest usable sites within the distance gate.
-    pub fn lookup_ordered(&self, m: f64, order: &NeighbourOrder, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
+    pub fn lookup_ordered<F: Fn(f64, f64, f64) -> f64 + ?Sized>(
+        &self,
+        m: f64,
+        order: &NeighbourOrder,
+        sol: &F,
+    ) -> Result<Val, Miss> {
         let (n, k) = (order.n, order.k);
         if let Some(i) = order.own {
-            return self.sites[i].eval(m, sol).ok_or(Miss::NoAnchor);
+            let site = &self.sites[i];
+            let found = match &self.shared_ms {
+                Some(ms) => site.eval_at(Bracket::find(&ms[..], m, |v| v), m, sol),
+                None => site.eval(m, sol),
+            };
+            return found.ok_or(Miss::NoAnchor);
         }
         if self.sites.is_empty() {
             return Err(Miss::EmptyTable);
+        }
+        if let Some((chosen, n_chosen)) = &order.fixed {
+            return self.blend(m, n, k, &chosen[..*n_chosen], sol);
         }
         let covering_only = self.any_covers(m);
         let mut chosen = [(0.0f64, 0usize); 4];
@@ -275,7 +355,7 @@ impl ScatteredSites {
     }
 
     /// Resolves `(m, n, k)`: own site if collected, else the unknown-site blend.
-    pub fn lookup(&self, m: f64, n: u64, k: u64, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
+    pub fn lookup<F: Fn(f64, f64, f64) -> f64 + ?Sized>(&self, m: f64, n: u64, k: u64, sol: &F) -> Result<Val, Miss> {
         if let Some(site) = self.site(n, k) {
             return site.eval(m, sol).ok_or(Miss::NoAnchor);
         }
@@ -283,12 +363,12 @@ impl ScatteredSites {
     }
 
     /// The unknown-site path (spec 11 §2.4).
-    pub fn lookup_unknown(
+    pub fn lookup_unknown<F: Fn(f64, f64, f64) -> f64 + ?Sized>(
         &self,
         m: f64,
         n: u64,
         k: u64,
-        sol: &dyn Fn(f64, f64, f64) -> f64,
+        sol: &F,
     ) -> Result<Val, Miss> {
         if self.sites.is_empty() {
             return Err(Miss::EmptyTable);
@@ -315,14 +395,26 @@ impl ScatteredSites {
 
     /// The inverse-square-distance utilisation blend over the chosen sites; a site whose curve
     /// fails is skipped, not replaced.
-    fn blend(&self, m: f64, n: u64, k: u64, scored: &[(f64, usize)], sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<Val, Miss> {
+    fn blend<F: Fn(f64, f64, f64) -> f64 + ?Sized>(
+        &self,
+        m: f64,
+        n: u64,
+        k: u64,
+        scored: &[(f64, usize)],
+        sol: &F,
+    ) -> Result<Val, Miss> {
+        let shared = self.shared_ms.as_ref().map(|ms| Bracket::find(&ms[..], m, |v| v));
         let mut wsum = 0.0;
         let mut usum = 0.0;
         let mut psum = 0.0;
         let mut used = 0;
         for &(d, i) in scored {
             let site = &self.sites[i];
-            let Some(v) = site.eval(m, sol) else { continue };
+            let found = match shared {
+                Some(bracket) => site.eval_at(bracket, m, sol),
+                None => site.eval(m, sol),
+            };
+            let Some(v) = found else { continue };
             let s = sol(m, site.n as f64, site.k as f64);
             if !(v.latency > 0.0 && v.latency.is_finite() && s > 0.0 && s.is_finite()) {
                 continue;
@@ -410,6 +502,38 @@ mod tests {
         // The site enumeration order is the first-seen walk, which differs.
         let sites: Vec<(u64, u64)> = s.sites().iter().map(|site| (site.n, site.k)).collect();
         assert_eq!(sites, vec![(6144, 5120), (5120, 6144), (5120, 5120)]);
+    }
+
+    /// On a full-factorial table (one shared `m` axis, uniform range) the precomputed paths —
+    /// one bracket for every site, the blend set chosen once per shape — give bit-identical
+    /// answers to the per-site walk, inside the curves, on their points and beyond both ends.
+    #[test]
+    fn shared_axis_and_fixed_blend_match_the_walk() {
+        let ms = [1u64, 2, 4, 8, 16, 64, 256, 1024];
+        let shapes = [(1024u64, 1024u64), (2048, 1024), (1024, 4096), (4096, 4096), (8192, 2048), (3072, 5120)];
+        let mut b = ScatteredSitesBuilder::new();
+        for &m in &ms {
+            for (j, &(n, k)) in shapes.iter().enumerate() {
+                let lat = sol(m as f64, n as f64, k as f64) * (1.3 + 0.07 * j as f64 + 0.01 * (m % 5) as f64);
+                b.insert(m, n, k, Leaf::new(lat, 300.0 + j as f64));
+            }
+        }
+        let s = b.build();
+        assert!(s.shared_ms.is_some() && s.uniform_range);
+        let queries = [0.5, 1.0, 3.0, 8.0, 9.5, 100.0, 1024.0, 1500.0, 40000.0];
+        for &(n, k) in shapes.iter().chain(&[(1536, 1536), (6000, 3000), (2048, 2048)]) {
+            let order = s.neighbour_order(n, k);
+            assert_eq!(order.fixed.is_some(), order.own.is_none());
+            for &m in &queries {
+                let fast = s.lookup_ordered(m, &order, &sol).unwrap();
+                let walk = match s.site(n, k) {
+                    Some(site) => site.eval(m, &sol).unwrap(),
+                    None => s.lookup_unknown(m, n, k, &sol).unwrap(),
+                };
+                assert_eq!(fast.latency.to_bits(), walk.latency.to_bits(), "m={m} n={n} k={k}");
+                assert_eq!(fast.energy.to_bits(), walk.energy.to_bits(), "m={m} n={n} k={k}");
+            }
+        }
     }
 
     /// G8: a two-point curve holds the mean of its two utils.

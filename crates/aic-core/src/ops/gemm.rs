@@ -46,6 +46,8 @@ pub struct GemmEval {
     flops: Result<f64>,
     mem_bw: f64,
     table: Result<Arc<GemmTable>>,
+    /// The position of this op's quant in the table, found once.
+    quant_position: Option<usize>,
     /// The table's sites around this op's `(n, k)`, ordered once.
     neighbours: Option<NeighbourOrder>,
     /// `fp8_static` only: the compute-scale and (with low-precision input) scale-matrix tables.
@@ -60,10 +62,12 @@ impl GemmEval {
             Ok(_) => db.gemm(),
             Err(e) => Err(e.clone()),
         };
+        let quant_position = table.as_ref().ok().and_then(|t| t.quant_position(op.quant_mode.table_name()));
         let neighbours = table
             .as_ref()
             .ok()
-            .and_then(|t| t.quant(op.quant_mode.table_name()))
+            .zip(quant_position)
+            .and_then(|(t, p)| t.quant_at(p))
             .map(|sites| sites.neighbour_order(u64::from(op.n), u64::from(op.k)));
         let mut quantize = Vec::new();
         if op.quant_mode == GemmQuant::Fp8Static {
@@ -85,6 +89,7 @@ impl GemmEval {
             flops,
             mem_bw: db.system.gpu.mem_bw,
             table,
+            quant_position,
             neighbours,
             quantize,
             db: db.clone(),
@@ -143,12 +148,12 @@ impl GemmEval {
     }
 
     /// The table answer (SILICON; HYBRID ignores `below_grid_sol`).
-    fn silicon(&self, m: f64, mode: DatabaseMode, sol: &dyn Fn(f64, f64, f64) -> f64) -> Result<OpValue> {
+    fn silicon(&self, m: f64, mode: DatabaseMode, sol: &impl Fn(f64, f64, f64) -> f64) -> Result<OpValue> {
         let table = self.table.as_ref().map_err(Clone::clone)?;
-        let table_quant = self.quant.table_name();
-        let sites = table
-            .quant(table_quant)
-            .ok_or_else(|| table.quant_missing(table_quant, &self.db.label()))?;
+        let sites = self.quant_position.and_then(|p| table.quant_at(p)).ok_or_else(|| {
+            let table_quant = self.quant.table_name();
+            table.quant_missing(table_quant, &self.db.label())
+        })?;
         let found = match &self.neighbours {
             Some(order) => sites.lookup_ordered(m, order, sol),
             None => sites.lookup(m, self.n, self.k, sol),

@@ -82,6 +82,16 @@ impl GemmTable {
         self.quants.iter().find(|q| q.0 == name).map(|q| &q.1)
     }
 
+    /// The position of a quant among [`GemmTable::quants`], for [`GemmTable::quant_at`].
+    pub fn quant_position(&self, name: &str) -> Option<usize> {
+        self.quants.iter().position(|q| q.0 == name)
+    }
+
+    /// The sites of the quant at a position from [`GemmTable::quant_position`].
+    pub fn quant_at(&self, position: usize) -> Option<&ScatteredSites> {
+        self.quants.get(position).map(|q| &q.1)
+    }
+
     /// Every quant with its sites, in file order.
     pub fn quants(&self) -> impl Iterator<Item = (&str, &ScatteredSites)> {
         self.quants.iter().map(|(q, s)| (q.as_str(), s))
