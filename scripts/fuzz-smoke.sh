@@ -41,7 +41,8 @@ seed system_yaml data/systems/*.yaml
 # catalogue tests keep as regressions.
 mapfile -t small_tables < <(find data/systems/data -name '*.parquet' -size -6k | sort)
 seed parquet_table "${small_tables[@]}" crates/aic-core/tests/error_catalogue/*.parquet
-mkdir -p fuzz/corpus/engine_args
+# Past crashes, so every run replays them first.
+seed engine_args fuzz/seeds/engine_args/*
 
 echo "==> building the fuzz targets"
 cargo fuzz build --debug-assertions

@@ -721,6 +721,17 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            id: "args-overflowing-estimate",
+            input: "static run of 2^32 − 1 requests of 2^32 − 1 tokens with `seq_scale` 1e300 (found by the `engine_args` fuzz target)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "the context pass overflowed to inf ms",
+            run: || {
+                let run = aic_core::StaticRun { seq_scale: 1e300, ..aic_core::StaticRun::new(u32::MAX, u32::MAX, 255) };
+                ignore(shipped_engine().run_static(&run))
+            },
+        },
+        Case {
             id: "args-run-mode",
             input: "run mode `static_bogus`",
             variant: "InvalidConfig",

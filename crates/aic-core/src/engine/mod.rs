@@ -124,6 +124,22 @@ fn check_scale(name: &str, value: f64) -> Result<()> {
     )))
 }
 
+/// Every latency an estimate returns is a finite number of milliseconds: arguments far beyond
+/// what any table describes (billions of tokens per request times a huge imbalance-correction
+/// scale, say) can overflow `f64` to infinity, which is reported as an error instead of a
+/// number a simulator would silently add up.
+#[inline]
+fn finite_total(what: &str, total_ms: f64) -> Result<f64> {
+    if total_ms.is_finite() {
+        return Ok(total_ms);
+    }
+    Err(AicError::value(format!(
+        "{what} overflowed to {total_ms} ms: the batch size, sequence lengths or \
+         imbalance-correction scales are far beyond anything the perf tables describe; \
+         estimate with realistic sizes"
+    )))
+}
+
 /// A spec names a backend version whose data folder does not exist: unless the spec says it
 /// tolerates that (the advertised `next` slot, which other versions fill), every table would
 /// silently come from other versions or be missing.
@@ -217,7 +233,7 @@ impl Engine {
                 f.add(op.name(), v);
             }
         }
-        Ok(total)
+        finite_total(if shape.is_context { "the context pass" } else { "the generation step" }, total)
     }
 
     fn context_phase(&self, batch: u64, isl: u64, prefix: u64, seq_scale: f64, sink: Option<&mut Folder>) -> Result<f64> {
@@ -252,7 +268,7 @@ impl Engine {
             total += step * k as f64;
             i += stride;
         }
-        Ok(total)
+        finite_total("the decode phase", total)
     }
 
     fn static_run(&self, run: &StaticRun, ctx: Option<&mut Folder>, gen: Option<&mut Folder>) -> Result<StaticResult> {
@@ -272,7 +288,8 @@ impl Engine {
             RunMode::Static | RunMode::StaticGen => self.generation_phase(run, gen)?,
             RunMode::StaticCtx => 0.0,
         };
-        Ok(StaticResult { context_ms, generation_ms, total_ms: context_ms + generation_ms })
+        let total_ms = finite_total("the static run", context_ms + generation_ms)?;
+        Ok(StaticResult { context_ms, generation_ms, total_ms })
     }
 
     /// `(context_ms, generation_ms, total_ms)` of a static run (spec 40 §8.1).
@@ -461,6 +478,7 @@ impl Engine {
                 }
             }
         }
+        finite_total("the mixed step", shared + ctx_attn + dec_attn)?;
         Ok([shared, ctx_attn, dec_attn])
     }
 
