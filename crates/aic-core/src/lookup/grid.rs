@@ -10,6 +10,9 @@ use super::{lerp, sol_ratio, sqrt_lerp, Leaf, Miss, Val};
 /// Most axes a grid can have.
 const MAX_AXES: usize = 4;
 
+/// Most queries one [`Grid::lookup_many_indexed`] call answers.
+pub const MAX_MANY: usize = 8;
+
 /// A grid key padded to [`MAX_AXES`] (unused trailing axes are 0).
 type Key = [u64; MAX_AXES];
 
@@ -96,7 +99,8 @@ fn build_node(points: &[(Key, Leaf)], level: usize, depth: usize, first: usize) 
     } else {
         Kids::Nodes(spans.iter().map(|&(s, e)| build_node(&points[s..e], level + 1, depth, first + s)).collect())
     };
-    let keys_log2 = keys.iter().map(|&k| log2_clamped(k as f64)).collect();
+    let keys: Vec<f64> = keys.iter().map(|&k| k as f64).collect();
+    let keys_log2 = keys.iter().map(|&k| log2_clamped(k)).collect();
     Node { keys, keys_log2, first, kids }
 }
 
@@ -107,7 +111,9 @@ pub(super) fn log2_clamped(v: f64) -> f64 {
 
 #[derive(Debug, Clone)]
 struct Node {
-    keys: Vec<u64>,
+    /// The axis values under this node, ascending, as `f64` (exact: table keys are far below
+    /// 2^53), so a query coordinate compares without conversions.
+    keys: Vec<f64>,
     /// `log2(max(key, 1e-12))` of `keys` (hold distances).
     keys_log2: Vec<f64>,
     /// Flat index of this node's first leaf (leaves are stored in ascending key order).
@@ -146,6 +152,38 @@ impl Nearest {
             j -= 1;
         }
         self.items[j] = (dist, idx);
+    }
+}
+
+/// Where a query coordinate falls among a node's keys.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    /// On the key at this index.
+    Exact(usize),
+    /// Strictly between the keys at `hi − 1` and `hi`.
+    Between(usize),
+    /// Below the first key, above the last, or NaN.
+    OutOfRange,
+    /// The node has no keys.
+    Empty,
+}
+
+impl Node {
+    /// One binary search: the exact key if `c` is one, else its bracket, else out of range.
+    #[inline]
+    fn find(&self, c: f64) -> Slot {
+        let keys = &self.keys;
+        if keys.is_empty() {
+            return Slot::Empty;
+        }
+        let hi = keys.partition_point(|&k| k < c);
+        if hi < keys.len() && keys[hi] == c {
+            Slot::Exact(hi)
+        } else if c >= keys[0] && c <= keys[keys.len() - 1] {
+            Slot::Between(hi)
+        } else {
+            Slot::OutOfRange
+        }
     }
 }
 
@@ -197,6 +235,11 @@ impl Grid {
         &self.coords_log2
     }
 
+    /// The coordinates of leaf `i` (flat index in key order).
+    pub(super) fn coords_of(&self, i: usize) -> &[u64] {
+        &self.coords[i * self.depth..(i + 1) * self.depth]
+    }
+
     /// The leaves in ascending key order.
     pub(super) fn leaves(&self) -> &[Leaf] {
         &self.leaves
@@ -213,8 +256,9 @@ impl Grid {
         self.lookup_indexed(q, sol, None)
     }
 
-    /// As [`Grid::lookup`], answering a utilisation hold from `index` (built for this grid)
-    /// when the query lies in its box: the same result, without the full nearest-leaf walk.
+    /// As [`Grid::lookup`], answering a utilisation hold from `index` (built for this grid and
+    /// this `sol`) when the query lies in its box: the same result, without the full
+    /// nearest-leaf walk or the anchors' SOL evaluations.
     pub fn lookup_indexed(
         &self,
         q: &[f64],
@@ -230,6 +274,40 @@ impl Grid {
             Ok(v) => Ok(v),
             Err(Fail::OutOfRange) => self.hold(q, sol, index),
             Err(Fail::Miss) => Err(Miss::NoBranch),
+        }
+    }
+
+    /// [`Grid::lookup_indexed`] at up to [`MAX_MANY`] queries that differ only in their last
+    /// coordinate (`lasts`; `q`'s own last entry is ignored), answered into `out` in order:
+    /// the same results as one lookup per query, with the outer levels resolved once.
+    pub fn lookup_many_indexed(
+        &self,
+        q: &[f64],
+        lasts: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        index: Option<&HoldIndex>,
+        out: &mut [Result<Val, Miss>],
+    ) {
+        debug_assert_eq!(q.len(), self.depth);
+        assert!(lasts.len() <= MAX_MANY && out.len() >= lasts.len(), "at most {MAX_MANY} queries per call");
+        let n = lasts.len();
+        if self.leaves.is_empty() {
+            out[..n].iter_mut().for_each(|slot| *slot = Err(Miss::EmptyTable));
+            return;
+        }
+        let mut qm = [0.0f64; 8];
+        let d = self.depth;
+        qm[..d].copy_from_slice(q);
+        let mut scratch = [0.0f64; 8];
+        let mut found = [Err(Fail::Miss); MAX_MANY];
+        self.resolve_many(&self.root, 0, &mut qm[..d], lasts, sol, &mut scratch, &mut found[..n]);
+        for j in 0..n {
+            qm[d - 1] = lasts[j];
+            out[j] = match found[j] {
+                Ok(v) => Ok(v),
+                Err(Fail::OutOfRange) => self.hold(&qm[..d], sol, index),
+                Err(Fail::Miss) => Err(Miss::NoBranch),
+            };
         }
     }
 
@@ -257,28 +335,33 @@ impl Grid {
         scratch: &mut [f64; 8],
     ) -> Result<Val, Fail> {
         let c = q[level];
-        let keys = &node.keys;
-        if keys.is_empty() {
-            return Err(Fail::Miss);
-        }
-        // An integral coordinate may be a key. (`as` saturates, so the round trip holds exactly
-        // for the integers in u64's range; this avoids a libm `trunc` call per level.)
-        let key = c as u64;
-        if key as f64 == c {
-            if let Ok(idx) = keys.binary_search(&key) {
-                return self.child(node, idx, level, q, sol, scratch);
+        match node.find(c) {
+            Slot::Exact(idx) => self.child(node, idx, level, q, sol, scratch),
+            Slot::Between(hi) => {
+                let a = self.child(node, hi - 1, level, q, sol, scratch);
+                let b = self.child(node, hi, level, q, sol, scratch);
+                self.combine(level, c, (node.keys[hi - 1], node.keys[hi]), a, b, q, sol, scratch)
             }
+            Slot::OutOfRange => Err(Fail::OutOfRange),
+            Slot::Empty => Err(Fail::Miss),
         }
-        let first = keys[0] as f64;
-        let last = keys[keys.len() - 1] as f64;
-        if !(c >= first && c <= last) {
-            return Err(Fail::OutOfRange);
-        }
-        let hi = keys.partition_point(|&k| (k as f64) < c);
-        let lo = hi - 1;
-        let (k_lo, k_hi) = (keys[lo] as f64, keys[hi] as f64);
-        let a = self.child(node, lo, level, q, sol, scratch);
-        let b = self.child(node, hi, level, q, sol, scratch);
+    }
+
+    /// Combines the two sides of a bracket `k_lo < c < k_hi` on `level`: a blend when both
+    /// resolved, the survivor rescaled when only one did, else the worse failure.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn combine(
+        &self,
+        level: usize,
+        c: f64,
+        (k_lo, k_hi): (f64, f64),
+        a: Result<Val, Fail>,
+        b: Result<Val, Fail>,
+        q: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        scratch: &mut [f64; 8],
+    ) -> Result<Val, Fail> {
         match (a, b) {
             (Ok(va), Ok(vb)) => {
                 let w = (c - k_lo) / (k_hi - k_lo);
@@ -299,6 +382,93 @@ impl Grid {
                     Err(Fail::Miss)
                 }
             }
+        }
+    }
+
+    /// [`Grid::resolve`] for several queries that differ only in their last coordinate
+    /// (`lasts`; `q`'s own last entry is ignored): the outer levels' exact-key tests and
+    /// brackets are found once, the last level per query, with the same arithmetic per query.
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_many(
+        &self,
+        node: &Node,
+        level: usize,
+        q: &mut [f64],
+        lasts: &[f64],
+        sol: &dyn Fn(&[f64]) -> f64,
+        scratch: &mut [f64; 8],
+        out: &mut [Result<Val, Fail>],
+    ) {
+        let d = q.len();
+        if level + 1 == d {
+            if let Kids::Leaves(leaves) = &node.kids {
+                if lasts.windows(2).all(|w| w[0] <= w[1]) {
+                    return self.resolve_leaves_sorted(node, leaves, level, lasts, out);
+                }
+            }
+            for (slot, &last) in out.iter_mut().zip(lasts) {
+                q[d - 1] = last;
+                *slot = self.resolve(node, level, q, sol, scratch);
+            }
+            return;
+        }
+        let Kids::Nodes(nodes) = &node.kids else { unreachable!("inner levels hold nodes") };
+        let c = q[level];
+        match node.find(c) {
+            Slot::Exact(idx) => self.resolve_many(&nodes[idx], level + 1, q, lasts, sol, scratch, out),
+            Slot::Between(hi) => {
+                let n = lasts.len();
+                let mut a = [Err(Fail::Miss); MAX_MANY];
+                let mut b = [Err(Fail::Miss); MAX_MANY];
+                self.resolve_many(&nodes[hi - 1], level + 1, q, lasts, sol, scratch, &mut a[..n]);
+                self.resolve_many(&nodes[hi], level + 1, q, lasts, sol, scratch, &mut b[..n]);
+                let bracket = (node.keys[hi - 1], node.keys[hi]);
+                for j in 0..n {
+                    q[d - 1] = lasts[j];
+                    out[j] = self.combine(level, c, bracket, a[j], b[j], q, sol, scratch);
+                }
+            }
+            Slot::OutOfRange => out.iter_mut().for_each(|slot| *slot = Err(Fail::OutOfRange)),
+            Slot::Empty => out.iter_mut().for_each(|slot| *slot = Err(Fail::Miss)),
+        }
+    }
+
+    /// The last level of [`Grid::resolve_many`] for ascending `lasts`: one search for the first
+    /// query, then a forward walk, with [`Node::find`]'s outcome and [`Grid::combine`]'s
+    /// arithmetic per query (two leaves always resolve, so no ragged case arises here).
+    fn resolve_leaves_sorted(
+        &self,
+        node: &Node,
+        leaves: &[Leaf],
+        level: usize,
+        lasts: &[f64],
+        out: &mut [Result<Val, Fail>],
+    ) {
+        let keys = &node.keys;
+        if keys.is_empty() {
+            out.iter_mut().for_each(|slot| *slot = Err(Fail::Miss));
+            return;
+        }
+        let (first, last) = (keys[0], keys[keys.len() - 1]);
+        let sqrt = self.sqrt_axis == Some(level);
+        let mut hi = match lasts.first() {
+            Some(&c) => keys.partition_point(|&k| k < c),
+            None => return,
+        };
+        for (slot, &c) in out.iter_mut().zip(lasts) {
+            while hi < keys.len() && keys[hi] < c {
+                hi += 1;
+            }
+            *slot = if hi < keys.len() && keys[hi] == c {
+                Ok(leaves[hi].value())
+            } else if c >= first && c <= last {
+                let (va, vb) = (leaves[hi - 1].value(), leaves[hi].value());
+                let w = (c - keys[hi - 1]) / (keys[hi] - keys[hi - 1]);
+                let latency = if sqrt { sqrt_lerp(va.latency, vb.latency, w) } else { lerp(va.latency, vb.latency, w) };
+                Ok(Val::derived(latency, lerp(va.power, vb.power, w)))
+            } else {
+                Err(Fail::OutOfRange)
+            };
         }
     }
 
@@ -343,7 +513,9 @@ impl Grid {
         // axes (a partial distance already beyond the current 8th-nearest prunes the branch).
         // The full sort is only needed when too few of them have a usable SOL.
         let mut near = Nearest { items: [(f64::INFINITY, u32::MAX); NEAR], len: 0 };
-        if !index.is_some_and(|ix| ix.nearest(self, &ql[..d], &mut near)) {
+        // The index also caches every leaf's SOL (the same function, so the same values).
+        let cached_sol = index.filter(|ix| ix.nearest(self, &ql[..d], &mut near));
+        if cached_sol.is_none() {
             self.nearest(&self.root, 0, &ql[..d], 0.0, &mut near);
         }
         let count = near.len;
@@ -353,10 +525,15 @@ impl Grid {
         let mut found_fifth = false;
         let mut pt = [0.0f64; 8];
         let mut consider = |dist: f64, i: usize, n_anchor: &mut usize| -> bool {
-            for (a, slot) in pt[..d].iter_mut().enumerate() {
-                *slot = self.coords[i * d + a] as f64;
-            }
-            let s = sol(&pt[..d]);
+            let s = match cached_sol {
+                Some(ix) => ix.leaf_sol(i),
+                None => {
+                    for (a, slot) in pt[..d].iter_mut().enumerate() {
+                        *slot = self.coords[i * d + a] as f64;
+                    }
+                    sol(&pt[..d])
+                }
+            };
             if !(s > 0.0 && s.is_finite()) {
                 return false;
             }
@@ -529,7 +706,7 @@ mod tests {
         let g = b.build(Some(2));
         let sol = |q: &[f64]| 1e-6 * q[0] * q[1] * q[2];
         for heads in [16.0, 32.0, 40.0] {
-            let index = HoldIndex::build(&g, &[heads]).unwrap();
+            let index = HoldIndex::build(&g, &[heads], &sol).unwrap();
             let mut holds = 0;
             for batch in [1.0, 3.0, 17.0, 64.0, 100.0, 200.0, 256.0, 300.0, 1000.0] {
                 for s in [1.0, 70.0, 1000.0, 3000.0, 5000.0, 9000.0, 16384.0, 20000.0, 100_000.0] {
@@ -550,6 +727,55 @@ mod tests {
             }
             assert!(holds > 20, "the lattice must exercise the hold ({holds})");
             assert!(index.candidate_entries() > 0, "the index must have answered some holds");
+        }
+    }
+
+    /// Several last coordinates in one call answer exactly as one lookup each: sorted runs
+    /// (the five-sample pattern, including repeats), unsorted ones, exact keys, brackets on
+    /// both levels, ragged rows, holds and misses.
+    #[test]
+    fn lookup_many_matches_single_lookups() {
+        let mut b = GridBuilder::new(3);
+        for heads in [8u64, 16, 32] {
+            for batch in [1u64, 4, 16, 64, 256] {
+                for s in [16u64, 64, 256, 1024, 4096, 16384] {
+                    if s * batch > 65_536 {
+                        continue;
+                    }
+                    let lat = 1e-6 * (heads * batch * s) as f64 * (1.0 + (s % 7) as f64 / 10.0) + 0.002;
+                    b.insert(vec![heads, batch, s], Leaf::new(lat, 200.0 + batch as f64));
+                }
+            }
+        }
+        let g = b.build(Some(2));
+        let sol = |q: &[f64]| 1e-6 * q[0] * q[1] * q[2];
+        let runs: [&[f64]; 6] = [
+            &[900.0, 950.0, 1000.0, 1050.0, 1100.0],
+            &[16.0, 16.0, 17.0, 17.0, 18.0],
+            &[3000.0, 4096.0, 5000.0, 20000.0, 70000.0],
+            &[5000.0, 100.0, 64.0, 1e9, 2.0],
+            &[f64::NAN, 10.0],
+            &[],
+        ];
+        for heads in [16.0, 20.0, 32.0, 64.0] {
+            let index = HoldIndex::build(&g, &[heads], &sol);
+            for batch in [1.0, 3.0, 16.0, 100.0, 256.0, 300.0] {
+                for lasts in runs {
+                    let q = [heads, batch, 0.0];
+                    let mut out = [Err(Miss::EmptyTable); MAX_MANY];
+                    g.lookup_many_indexed(&q, lasts, &sol, index.as_ref(), &mut out);
+                    for (j, &last) in lasts.iter().enumerate() {
+                        let single = g.lookup_indexed(&[heads, batch, last], &sol, index.as_ref());
+                        match (single, out[j]) {
+                            (Ok(a), Ok(b)) => {
+                                assert_eq!(a.latency.to_bits(), b.latency.to_bits(), "{heads} {batch} {last}");
+                                assert_eq!(a.energy.to_bits(), b.energy.to_bits(), "{heads} {batch} {last}");
+                            }
+                            (a, b) => assert_eq!(a, b, "{heads} {batch} {last}"),
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use super::grid::{Grid, Nearest, NEAR};
 
 /// Cells per varying axis.
-const CELLS_PER_AXIS: usize = 32;
+const CELLS_PER_AXIS: usize = 128;
 
 /// Candidate leaves per cell for one grid and one set of leading (fixed) query coordinates.
 /// Each cell's list is computed on the first query that lands in it (a pass over the leaves,
@@ -29,6 +29,9 @@ pub struct HoldIndex {
     offsets: Vec<f64>,
     /// The leaves the hold considers, ascending.
     usable: Vec<u32>,
+    /// Per leaf (flat index), the SOL the index was built with at the leaf's coordinates (NaN
+    /// for leaves the hold never considers): the hold reads anchors' SOL from here.
+    leaf_sol: Vec<f64>,
     /// Lower corner of the box on the two varying axes (log2).
     lo: [f64; 2],
     /// Upper corner of the box on the two varying axes (log2).
@@ -43,9 +46,11 @@ pub struct HoldIndex {
 
 impl HoldIndex {
     /// Builds the index of `grid` for queries whose leading `grid.depth() − 2` coordinates are
-    /// `fixed` (raw values, e.g. `[num_heads]`). `None` for grids with fewer than two axes, a
-    /// `fixed` of the wrong length, or no usable leaf.
-    pub fn build(grid: &Grid, fixed: &[f64]) -> Option<HoldIndex> {
+    /// `fixed` (raw values, e.g. `[num_heads]`), for holds under the SOL function `sol` (the
+    /// index caches each leaf's SOL, so it must only serve lookups with this same `sol`).
+    /// `None` for grids with fewer than two axes, a `fixed` of the wrong length, or no usable
+    /// leaf.
+    pub fn build(grid: &Grid, fixed: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> Option<HoldIndex> {
         let d = grid.depth();
         if d < 2 || fixed.len() != d - 2 {
             return None;
@@ -54,6 +59,8 @@ impl HoldIndex {
         let coords = grid.coords_log2();
         let leaves = grid.leaves();
         let mut offsets = vec![f64::NAN; leaves.len()];
+        let mut leaf_sol = vec![f64::NAN; leaves.len()];
+        let mut point = [0.0f64; 8];
         let mut lo = [f64::INFINITY; 2];
         let mut hi = [f64::NEG_INFINITY; 2];
         let mut usable: Vec<u32> = Vec::new();
@@ -68,6 +75,10 @@ impl HoldIndex {
                 off += (c[a] - q) * (c[a] - q);
             }
             offsets[i] = off;
+            for (slot, &c) in point.iter_mut().zip(grid.coords_of(i)) {
+                *slot = c as f64;
+            }
+            leaf_sol[i] = sol(&point[..d]);
             for v in 0..2 {
                 lo[v] = lo[v].min(c[d - 2 + v]);
                 hi[v] = hi[v].max(c[d - 2 + v]);
@@ -87,7 +98,7 @@ impl HoldIndex {
             }
         }
         let candidates = (0..cells[0] * cells[1]).map(|_| OnceLock::new()).collect();
-        Some(HoldIndex { fixed_log2, offsets, usable, lo, hi, step, cells, candidates })
+        Some(HoldIndex { fixed_log2, offsets, usable, leaf_sol, lo, hi, step, cells, candidates })
     }
 
     /// The candidate leaves of cell `(cx, cy)`: every usable leaf whose smallest possible
@@ -145,6 +156,12 @@ impl HoldIndex {
             near.offer(sum.sqrt(), i);
         }
         true
+    }
+
+    /// The cached SOL at leaf `i`'s coordinates (NaN for a leaf the hold never considers).
+    #[inline]
+    pub(crate) fn leaf_sol(&self, i: usize) -> f64 {
+        self.leaf_sol[i]
     }
 
     /// Candidate entries over the cells computed so far (a size measure for tests and tuning).

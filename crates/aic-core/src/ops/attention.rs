@@ -91,8 +91,14 @@ struct ResolvedSlice {
 impl ResolvedSlice {
     /// Looks `q` (whose first coordinate is the op's head count) up in the slice.
     fn lookup(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> std::result::Result<Val, Miss> {
-        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads]));
+        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads], sol));
         self.grid.lookup_indexed(q, sol, index.as_ref())
+    }
+
+    /// Looks up the queries `q` with its last coordinate replaced by each of `lasts`.
+    fn lookup_many(&self, q: &[f64], lasts: &[f64], sol: &dyn Fn(&[f64]) -> f64, out: &mut [std::result::Result<Val, Miss>]) {
+        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads], sol));
+        self.grid.lookup_many_indexed(q, lasts, sol, index.as_ref(), out)
     }
 }
 
@@ -409,13 +415,13 @@ impl GenerationAttentionEval {
         let slice = self.slice.as_ref().map_err(Clone::clone)?;
         let b = shape.batch as f64;
         let sol = |c: &[f64]| generation_attention_sol_ms(params, c[0], c[1], c[2]);
+        let lasts = five_samples(shape.s).map(|si| si as f64);
+        let mut found = [Err(Miss::EmptyTable); 5];
+        slice.lookup_many(&[self.n, b, 0.0], &lasts, &sol, &mut found);
         let mut lat = 0.0;
         let mut energy = 0.0;
-        for si in five_samples(shape.s) {
-            let q = [self.n, b, si as f64];
-            let v = slice
-                .lookup(&q, &sol)
-                .map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &q, m)))?;
+        for (v, &si) in found.into_iter().zip(&lasts) {
+            let v = v.map_err(|m| AicError::perf(anchor_message(&["num_heads", "batch", "seq_len"], &[self.n, b, si], m)))?;
             lat += v.latency;
             energy += v.energy;
         }
