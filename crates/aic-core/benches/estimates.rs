@@ -22,16 +22,9 @@ fn golden_engine(file: &str, id: &str) -> Engine {
     Engine::from_spec(EngineSpec::from_json(&spec.to_string()).unwrap(), None).unwrap()
 }
 
-/// A cheap deterministic argument stream (xorshift).
-struct Args(u64);
-impl Args {
-    fn next(&mut self, lo: u32, hi: u32) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (self.0 % u64::from(hi - lo)) as u32
-    }
-}
+#[path = "../examples/support/arg_stream.rs"]
+mod arg_stream;
+use arg_stream::Args;
 
 fn bench_engine(c: &mut Criterion, label: &str, engine: &Engine) {
     // Warm every table the engine touches.

@@ -103,7 +103,7 @@ impl ResolvedSlice {
 }
 
 fn resolve_slice(
-    table: Result<Arc<AttentionTable>>,
+    table: Result<&Arc<AttentionTable>>,
     lane_order: &[String],
     key: SliceKey,
     heads: u32,

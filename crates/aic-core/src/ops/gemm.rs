@@ -59,7 +59,7 @@ impl GemmEval {
     pub(crate) fn compile(op: &GemmOp, db: &Arc<PerfDatabase>) -> Self {
         let flops = db.system.flops(op.quant_mode.as_str(), op.quant_mode.flops_key());
         let table = match &flops {
-            Ok(_) => db.gemm(),
+            Ok(_) => db.gemm().cloned(),
             Err(e) => Err(e.clone()),
         };
         let quant_position = table.as_ref().ok().and_then(|t| t.quant_position(op.quant_mode.table_name()));
@@ -71,9 +71,9 @@ impl GemmEval {
             .map(|sites| sites.neighbour_order(u64::from(op.n), u64::from(op.k)));
         let mut quantize = Vec::new();
         if op.quant_mode == GemmQuant::Fp8Static {
-            quantize.push(db.quantize(QuantizeKernel::ComputeScale));
+            quantize.push(db.quantize(QuantizeKernel::ComputeScale).cloned());
             if op.low_precision_input {
-                quantize.push(db.quantize(QuantizeKernel::ScaleMatrix));
+                quantize.push(db.quantize(QuantizeKernel::ScaleMatrix).cloned());
             }
         }
         GemmEval {

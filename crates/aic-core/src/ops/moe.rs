@@ -83,7 +83,7 @@ impl MoeEval {
     pub(crate) fn compile(op: &MoeOp, db: &Arc<PerfDatabase>) -> Self {
         let flops = db.system.flops(op.quant_mode.as_str(), op.quant_mode.flops_key());
         let table = match &flops {
-            Ok(_) => db.moe(),
+            Ok(_) => db.moe().cloned(),
             Err(e) => Err(e.clone()),
         };
         let mut eval =
