@@ -10,8 +10,8 @@ use super::{lerp, sol_ratio, sqrt_lerp, Leaf, Miss, Val};
 /// Most axes a grid can have.
 const MAX_AXES: usize = 4;
 
-/// Most queries one [`Grid::lookup_many_indexed`] call answers.
-pub const MAX_MANY: usize = 8;
+/// Most queries [`Grid::lookup_many_indexed`] resolves in one walk (longer runs are split).
+const MAX_MANY: usize = 8;
 
 /// A grid key padded to [`MAX_AXES`] (unused trailing axes are 0).
 type Key = [u64; MAX_AXES];
@@ -277,9 +277,10 @@ impl Grid {
         }
     }
 
-    /// [`Grid::lookup_indexed`] at up to [`MAX_MANY`] queries that differ only in their last
-    /// coordinate (`lasts`; `q`'s own last entry is ignored), answered into `out` in order:
-    /// the same results as one lookup per query, with the outer levels resolved once.
+    /// [`Grid::lookup_indexed`] at queries that differ only in their last coordinate (`lasts`;
+    /// `q`'s own last entry is ignored), answered into `out[..lasts.len()]` in order: the same
+    /// results as one lookup per query, with the outer levels resolved once per run of up to
+    /// eight queries. Panics if `out` is shorter than `lasts`.
     pub fn lookup_many_indexed(
         &self,
         q: &[f64],
@@ -289,7 +290,13 @@ impl Grid {
         out: &mut [Result<Val, Miss>],
     ) {
         debug_assert_eq!(q.len(), self.depth);
-        assert!(lasts.len() <= MAX_MANY && out.len() >= lasts.len(), "at most {MAX_MANY} queries per call");
+        assert!(out.len() >= lasts.len(), "lookup_many_indexed: `out` is shorter than `lasts`");
+        if lasts.len() > MAX_MANY {
+            for (run, slots) in lasts.chunks(MAX_MANY).zip(out.chunks_mut(MAX_MANY)) {
+                self.lookup_many_indexed(q, run, sol, index, slots);
+            }
+            return;
+        }
         let n = lasts.len();
         if self.leaves.is_empty() {
             out[..n].iter_mut().for_each(|slot| *slot = Err(Miss::EmptyTable));
@@ -749,20 +756,22 @@ mod tests {
         }
         let g = b.build(Some(2));
         let sol = |q: &[f64]| 1e-6 * q[0] * q[1] * q[2];
-        let runs: [&[f64]; 6] = [
+        let runs: [&[f64]; 7] = [
             &[900.0, 950.0, 1000.0, 1050.0, 1100.0],
             &[16.0, 16.0, 17.0, 17.0, 18.0],
             &[3000.0, 4096.0, 5000.0, 20000.0, 70000.0],
             &[5000.0, 100.0, 64.0, 1e9, 2.0],
             &[f64::NAN, 10.0],
             &[],
+            // Longer than one walk's run: split, same answers.
+            &[16.0, 40.0, 64.0, 100.0, 256.0, 300.0, 1024.0, 2000.0, 4096.0, 9000.0, 16384.0],
         ];
         for heads in [16.0, 20.0, 32.0, 64.0] {
             let index = HoldIndex::build(&g, &[heads], &sol);
             for batch in [1.0, 3.0, 16.0, 100.0, 256.0, 300.0] {
                 for lasts in runs {
                     let q = [heads, batch, 0.0];
-                    let mut out = [Err(Miss::EmptyTable); MAX_MANY];
+                    let mut out = [Err(Miss::EmptyTable); 16];
                     g.lookup_many_indexed(&q, lasts, &sol, index.as_ref(), &mut out);
                     for (j, &last) in lasts.iter().enumerate() {
                         let single = g.lookup_indexed(&[heads, batch, last], &sol, index.as_ref());

@@ -91,14 +91,18 @@ struct ResolvedSlice {
 impl ResolvedSlice {
     /// Looks `q` (whose first coordinate is the op's head count) up in the slice.
     fn lookup(&self, q: &[f64], sol: &dyn Fn(&[f64]) -> f64) -> std::result::Result<Val, Miss> {
-        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads], sol));
-        self.grid.lookup_indexed(q, sol, index.as_ref())
+        self.grid.lookup_indexed(q, sol, self.index(sol))
     }
 
     /// Looks up the queries `q` with its last coordinate replaced by each of `lasts`.
     fn lookup_many(&self, q: &[f64], lasts: &[f64], sol: &dyn Fn(&[f64]) -> f64, out: &mut [std::result::Result<Val, Miss>]) {
-        let index = self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads], sol));
-        self.grid.lookup_many_indexed(q, lasts, sol, index.as_ref(), out)
+        self.grid.lookup_many_indexed(q, lasts, sol, self.index(sol), out)
+    }
+
+    /// The hold index for the op's head count, built on first use with the op's SOL (the
+    /// only SOL this slice is ever queried with).
+    fn index(&self, sol: &dyn Fn(&[f64]) -> f64) -> Option<&HoldIndex> {
+        self.hold_index.get_or_init(|| HoldIndex::build(&self.grid, &[self.heads], sol)).as_ref()
     }
 }
 
