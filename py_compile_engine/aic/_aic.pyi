@@ -320,6 +320,13 @@ def table_coverage_json(
     ``framework``, ``version``, ``rows``). ``version`` ``None`` is the current slot; an unknown
     system, backend or version raises ``ValueError`` listing the valid ones."""
 
+def systems_catalogue_json(systems_path: Optional[_PathLike] = None) -> str:
+    """Every system of the systems folder as JSON text: a list of objects with ``name``,
+    ``sm_version`` (``None`` off NVIDIA), ``gpus_per_node``, ``gpus_per_rack``,
+    ``mem_capacity``, ``error`` and ``backends`` (``backend``, ``current``, ``previous``,
+    ``next``, ``versions_with_data``); ``current`` ``None`` means the backend has no perf data
+    on that system."""
+
 def table_view(
     systems_path: Optional[_PathLike],
     system: str,

@@ -485,6 +485,56 @@ def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_jso
 # -------------------------------------------------------------------------------------- data
 
 
+@main.command("support", context_settings=CONTEXT_SETTINGS)
+@click.argument("model", required=False)
+@click.option("--system", "-s", "systems", multiple=True,
+              help="Only this system (repeatable; default: every shipped system).")
+@click.option("--backend", "-b", "backends", multiple=True,
+              type=click.Choice(("trtllm", "sglang", "vllm")),
+              help="Only this backend (repeatable; default: all three).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel size of the probe (MoE models put their experts on EP).")
+@click.option("--only-failures", is_flag=True, help="List only the cells that do not answer.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema "
+              "aic-support/1).")
+@click.option("--systems-path", "local_systems_path", default=None)
+@click.pass_context
+def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local_systems_path):
+    """Which model answers on which system and backend, asked of the engine itself.
+
+    For MODEL (default: every shipped model) on every system x backend at its default version,
+    compiles a spec and runs a prefill (1 x 1024 tokens) and a decode (1 x 1024, 2 tokens)
+    estimate. Each cell prints the two latencies, or the one-line reason it does not answer:
+    unsupported-architecture, no-perf-data, missing-flops, missing-data (a table, slice or
+    anchor), invalid-deployment.
+    """
+    from .support import PREFILL_PROBE, DECODE_PROBE, summary_counts, support_matrix
+
+    systems_path = _systems_path(ctx, local_systems_path)
+    try:
+        cells = support_matrix([model] if model else None, systems or None, backends or None,
+                               tp=tp, systems_path=systems_path)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    counts = summary_counts(cells)
+    if as_json:
+        click.echo(json.dumps({
+            "schema": "aic-support/1", "tp": tp,
+            "probe": {"prefill": list(PREFILL_PROBE), "decode": list(DECODE_PROBE)},
+            "counts": counts, "cells": [c.as_dict() for c in cells],
+        }, indent=2))
+        return
+    shown = [c for c in cells if not (only_failures and c.status == "ok")]
+    rows = [(c.model, c.system, c.backend, c.version or "-", c.status,
+             _num(c.prefill_ms, 3) if c.status == "ok" else "",
+             _num(c.decode_ms, 3) if c.status == "ok" else "", c.reason) for c in shown]
+    for line in _table(rows, ("model", "system", "backend", "version", "status", "prefill ms",
+                              "decode ms", "reason"), "lllllrrl"):
+        click.echo(line)
+    click.echo("")
+    click.echo(f"{len(cells)} cells: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+
+
 @main.group("data", context_settings=CONTEXT_SETTINGS)
 def data_group():
     """Manage the vendored perf data."""
@@ -528,9 +578,50 @@ def _coverage_rows(coverage: dict) -> list[tuple]:
     return rows
 
 
+def _slots_text(entry: dict) -> str:
+    if entry["current"] is None:
+        return "no perf data"
+    slots = [f"current {entry['current']}"]
+    if entry["previous"]:
+        slots.append(f"previous {entry['previous']}")
+    if entry["next"]:
+        slots.append(f"next {entry['next']}")
+    return ", ".join(slots)
+
+
+def _show_systems(systems_path, as_json: bool) -> None:
+    """``data show`` without a system: every system with its backends and version slots."""
+    from .compile import native
+
+    try:
+        listing = json.loads(native().systems_catalogue_json(systems_path))
+    except (ImportError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"schema": "aic-systems/1", "systems": listing}, indent=2))
+        return
+    rows = []
+    for s in listing:
+        if s["error"] is not None:
+            rows.append((s["name"], "-", "-", "-", f"unreadable: {s['error']}", "", ""))
+            continue
+        by = {b["backend"]: _slots_text(b) for b in s["backends"]}
+        node = str(s["gpus_per_node"]) + (f" (rack {s['gpus_per_rack']})" if s["gpus_per_rack"] else "")
+        rows.append((s["name"], "-" if s["sm_version"] is None else s["sm_version"], node,
+                     f"{s['mem_capacity'] / 2**30:.0f}", by["trtllm"], by["sglang"], by["vllm"]))
+    for line in _table(rows, ("system", "sm", "GPUs/node", "GiB", "trtllm", "sglang", "vllm"),
+                       "lrrrlll"):
+        click.echo(line)
+    without = [s["name"] for s in listing
+               if s["error"] is None and all(b["current"] is None for b in s["backends"])]
+    if without:
+        click.echo("")
+        click.echo(f"no perf data (hardware description only; estimates raise): {', '.join(without)}")
+
+
 @data_group.command("show", context_settings=CONTEXT_SETTINGS)
-@click.argument("system")
-@click.argument("backend")
+@click.argument("system", required=False)
+@click.argument("backend", required=False)
 @click.argument("version", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema "
               "aic-table-coverage/1).")
@@ -539,8 +630,10 @@ def _coverage_rows(coverage: dict) -> list[tuple]:
 @click.option("--systems-path", "local_systems_path", default=None)
 @click.pass_context
 def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local_systems_path):
-    """List what each perf table of SYSTEM / BACKEND [VERSION] covers.
+    """List the shipped systems, or what each perf table of SYSTEM / BACKEND [VERSION] covers.
 
+    With no SYSTEM: every system with its GPU facts and, per backend, the version slots a spec
+    can be compiled for ("no perf data" where the system ships no tables for the backend).
     VERSION is a slot alias (current, previous, next) or a literal version; the default is the
     current slot. Per table: family, rows, slices, dtypes / quant modes, the other key
     components (distinct counts), each axis as min..max x distinct values, and the framework
@@ -548,6 +641,11 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
     """
     from .compile import native
 
+    if system is None:
+        _show_systems(_systems_path(ctx, local_systems_path), as_json)
+        return
+    if backend is None:
+        raise click.UsageError("give BACKEND with SYSTEM (or neither, to list every system)")
     try:
         mod = native()
     except ImportError as exc:

@@ -104,6 +104,10 @@ def _check_backend(backend) -> str:
 
 
 def _check_system(system, root: Path) -> str:
+    if (isinstance(system, str) and system not in paths.NON_SYSTEM_YAMLS and "/" not in system
+            and (root / f"{system}.yaml").is_file()):
+        # The native loader reads and checks the file; listing every system parses each YAML.
+        return system
     valid = paths.list_systems(root)
     if not isinstance(system, str) or system not in valid:
         listing = ", ".join(valid) if valid else f"(none found under {root})"

@@ -452,6 +452,10 @@ def _memory_check(case: dict, report: Report, memory_fn: Callable, systems_path)
 DEFAULT_MEMORY = _default_memory_fn
 
 
+#: Prefix of a recorded compile error raised while building the engine from a compiled spec.
+FROM_SPEC = "from_spec: "
+
+
 def _native_engine_loader(systems_path: str | None) -> Callable[[str], Any]:
     """Encodes the spec JSON exactly as ``compile_engine`` does and loads it into ``AicEngine``."""
 
@@ -504,6 +508,28 @@ def _run_compile_and_queries(case: dict, report: Report, *, systems_path: str | 
         ours_error = None
     except Exception as exc:  # noqa: BLE001 - every error is a recorded outcome
         result, ours_error = None, exc
+
+    if ref_error is not None and ours_error is None and ref_error["message"].startswith(FROM_SPEC):
+        # The reference compiled a spec but could not build an engine from it (spec 12 §3.3:
+        # a system or backend without perf data): our engine load must fail the same way.
+        try:
+            (engine_loader or _native_engine_loader(systems_path))(result.spec_json)
+            load_error = None
+        except Exception as exc:  # noqa: BLE001 - the failure is the expected outcome
+            load_error = exc
+        if load_error is None:
+            report.checks.append(Check(cid, family, "compile", -1, False,
+                                       f"reference could not load its engine ({ref_error['class']}: "
+                                       f"{ref_error['message']}) but ours loaded"))
+        else:
+            if not error_class_matches(ref_error["class"], load_error):
+                report.class_mismatches.append(
+                    f"{cid} engine load: ref {ref_error['class']} vs ours {type(load_error).__name__}"
+                )
+            report.checks.append(Check(cid, family, "compile", -1, True,
+                                       f"both failed to load: {type(load_error).__name__}: {load_error}"))
+        fail_queries("reference has no engine")
+        return
 
     if ref_error is not None:
         if ours_error is None:

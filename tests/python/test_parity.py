@@ -53,7 +53,10 @@ def test_error_class_matching():
 
 def test_load_and_select_cases():
     cases = parity.load_cases(GOLDENS)
-    assert len(cases) == 248
+    per_file = {f.stem: len(json.loads(f.read_text())["cases"]) for f in GOLDENS.glob("*.json")}
+    assert len(cases) == sum(per_file.values())
+    assert {"dense", "moe", "mla", "edge", "systems"} <= set(per_file)
+    assert len(parity.select_cases(cases, family="systems")) == 103
     assert len(parity.select_cases(cases, family="dense")) == 65
     assert len(parity.select_cases(cases, family="edge")) == 65
     assert len(parity.select_cases(cases, family="moe")) == 68

@@ -349,6 +349,34 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            id: "spec-system-without-perf-data",
+            input: "spec for `l4` (a system shipped as a hardware description only) with vLLM `0.24.0`",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "perf data directory not found in either the legacy layout (systems/data/l4/vllm/0.24.0)",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["system_name"] = json!("l4");
+                v["engine"]["backend_version"] = json!("0.24.0");
+                let err = engine_from_value(&v).unwrap_err();
+                assert!(err.to_string().contains("system 'l4' ships no vllm perf data"), "{err}");
+                Err(err)
+            },
+        },
+        Case {
+            id: "spec-null-version-data-less-system",
+            input: "spec for `a100_pcie` as compiled with no version (the system has no perf data, so none resolves)",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "backend_version is required to load the perf database: system 'a100_pcie' ships no vllm perf data",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["system_name"] = json!("a100_pcie");
+                v["engine"]["backend_version"] = json!(null);
+                ignore(engine_from_value(&v))
+            },
+        },
+        Case {
             id: "spec-unknown-system",
             input: "spec for system `h300_sxm`",
             variant: "System",
@@ -358,7 +386,7 @@ fn cases() -> Vec<Case> {
                 let mut v = example_spec_value();
                 v["engine"]["system_name"] = json!("h300_sxm");
                 let err = engine_from_value(&v).unwrap_err();
-                assert!(err.to_string().contains("valid systems: [b200_sxm, h100_sxm, h200_sxm]"), "{err}");
+                assert!(err.to_string().contains("valid systems: [a100_pcie, a100_sxm, a30, b200_sxm, b300_sxm, b60, gb200, gb300, h100_pcie, h100_sxm, h200_sxm, l4, l40s, rtx_pro_6000_server]"), "{err}");
                 Err(err)
             },
         },

@@ -215,3 +215,10 @@ fn edge_silicon_goldens_match_reference() {
 fn edge_database_modes_match_reference() {
     assert_family("edge.json", |c| !silicon(c), 850);
 }
+
+/// The eleven systems beyond h200/h100/b200 (spec 12): NVL72 all-reduce and NCCL tiers, b60's
+/// OneCCL and eager all-reduce rows, missing FLOPS, frozen and `previous` version slots.
+#[test]
+fn systems_goldens_match_reference() {
+    assert_family("systems.json", |_| true, 1400);
+}

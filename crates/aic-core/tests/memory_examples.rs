@@ -494,3 +494,40 @@ fn missing_per_token_metadata() {
         "insufficient model metadata; missing: kv_size_per_token_bytes"
     );
 }
+
+#[test]
+fn spec12_memory_on_gb200_and_l40s() {
+    // Spec 12 §9: the system supplies capacity, other_mem and nccl_mem[min(tp, 8)].
+    let s = spec(
+        json!({"system_name": "gb200", "tp_size": 8, "backend_version": "0.24.0"}),
+        qwen3_32b_ops(8),
+    );
+    let e = estimate_kv_cache(&s, &qwen3_32b(), &system("gb200"), &request(8192, MemoryFraction::OfTotal(0.9)))
+        .unwrap();
+    check(&e, 165776680550, 32768, 5059102);
+    let b = e.memory_breakdown.unwrap();
+    assert_eq!(
+        (b.weights_bytes, b.activations_bytes, b.runtime_overhead_bytes, b.comm_overhead_bytes),
+        (8190361600, 671088640, 3758096384, 411041792)
+    );
+}
+
+#[test]
+fn spec12_memory_on_a_system_without_perf_data() {
+    // Spec 12 §3.3: the reference's attribute error, verbatim, whatever the version.
+    for version in [json!(null), json!("0.24.0")] {
+        let s = spec(
+            json!({"system_name": "l4", "backend_version": version}),
+            qwen3_32b_ops(1),
+        );
+        let err = msg(
+            estimate_kv_cache(&s, &qwen3_32b(), &system("l4"), &request(8192, MemoryFraction::OfTotal(0.9)))
+                .unwrap_err(),
+        );
+        assert_eq!(
+            err,
+            "unsupported model/backend/GPU for KV-cache estimation: model=m, backend=vllm, \
+             gpu_sku=l4: 'NoneType' object has no attribute 'system_spec'"
+        );
+    }
+}

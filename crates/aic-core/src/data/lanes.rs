@@ -20,7 +20,7 @@ pub const DEFAULT_LANE: &str = "default";
 const KNOWN_LANES: [&str; 5] = ["fa3", "fla", "flashinfer", "trtllm_mha", "triton"];
 
 /// Which attention table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttentionPhase {
     /// `context_attention_perf.parquet`
     Context,
@@ -246,13 +246,40 @@ fn primary_and_shared(
     Ok((primary, acc.snapshot()))
 }
 
+/// Densities already computed in this process, by (data folder, backend, version, shared
+/// layer, phase): every compile asks for them twice, and reading the attention tables
+/// dominates a compile otherwise.
+type DensityKey = (std::path::PathBuf, Backend, String, bool, AttentionPhase);
+type DensityPair = (Vec<LaneDensity>, Vec<LaneDensity>);
+
+fn cached_densities(
+    system: &SystemSpec,
+    backend: Backend,
+    version: &str,
+    enable_shared_layer: bool,
+    phase: AttentionPhase,
+) -> Result<DensityPair> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<DensityKey, DensityPair>>> = OnceLock::new();
+    let key = (system.data_dir.clone(), backend, version.to_string(), enable_shared_layer, phase);
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(hit.clone());
+    }
+    let resolver = SourceResolver::new(system, backend, version, enable_shared_layer)?;
+    let pair = primary_and_shared(&resolver, phase)?;
+    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, pair.clone());
+    Ok(pair)
+}
+
 /// The framework-default lane from `attention_lane_defaults.yaml`: `(matched, lane)` where
 /// `matched` says the map has an entry for (backend, floor-matched version, sm).
 pub fn framework_default_lane(
     systems_root: &Path,
     backend: Backend,
     version: &str,
-    sm_version: u32,
+    sm_version: Option<u32>,
 ) -> Result<(bool, Option<String>)> {
     let path = systems_root.join("attention_lane_defaults.yaml");
     if !path.is_file() {
@@ -284,7 +311,7 @@ pub fn framework_default_lane(
     };
     for (k, v) in sms {
         let sm = yaml_scalar_text(k).and_then(|s| s.trim().parse::<u32>().ok());
-        if sm == Some(sm_version) {
+        if sm.is_some() && sm == sm_version {
             return Ok((true, yaml_scalar_text(v)));
         }
     }
@@ -399,8 +426,7 @@ pub fn attention_lane_order(
     if pinned.is_empty() && !matched {
         return Ok(vec![DEFAULT_LANE.to_string()]);
     }
-    let resolver = SourceResolver::new(system, backend, version, enable_shared_layer)?;
-    let (primary, shared) = primary_and_shared(&resolver, phase)?;
+    let (primary, shared) = cached_densities(system, backend, version, enable_shared_layer, phase)?;
     if let Some(o) = override_name {
         let lanes = override_lanes(backend, o)?;
         if !lanes.iter().any(|l| shared.iter().any(|d| d.lane == *l)) {
@@ -709,7 +735,7 @@ mod tests {
     #[test]
     fn lane_default_floor_match() {
         let r = root();
-        let f = |b, ver: &str, sm| framework_default_lane(&r, b, ver, sm).unwrap();
+        let f = |b, ver: &str, sm: u32| framework_default_lane(&r, b, ver, Some(sm)).unwrap();
         assert_eq!(f(Backend::Sglang, "0.5.14", 90), (true, Some("fa3".into())));
         assert_eq!(f(Backend::Sglang, "0.5.14.post1", 90), (true, Some("fa3".into())));
         assert_eq!(f(Backend::Sglang, "0.5.14rc1", 90), (true, Some("fa3".into())));
@@ -723,6 +749,8 @@ mod tests {
         assert_eq!(f(Backend::Vllm, "0.1.dev19262", 90), (false, None));
         assert_eq!(f(Backend::Vllm, "0.24.0", 120), (false, None));
         assert_eq!(f(Backend::Trtllm, "1.3.0rc20", 90), (false, None));
+        // A system without an sm (b60) matches no row (spec 12 §4).
+        assert_eq!(framework_default_lane(&r, Backend::Sglang, "0.5.14", None).unwrap(), (false, None));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! table (source resolution, with its provenance checks and load warnings), parquet decoding,
 //! the loaded tables themselves and the attention lane orders derived from them.
 
+pub mod catalogue;
 pub mod lanes;
 pub mod parquet;
 mod sidecars;

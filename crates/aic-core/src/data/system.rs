@@ -45,8 +45,10 @@ pub struct GpuSpec {
     /// Board power, W (not used by lookups).
     #[serde(default)]
     pub power: Option<f64>,
-    /// Compute capability as an integer (90 = Hopper, 100 = Blackwell).
-    pub sm_version: u32,
+    /// Compute capability as an integer (90 = Hopper, 100 = Blackwell); absent on systems that
+    /// are not NVIDIA GPUs (b60), where every sm test of spec 12 §1.1 is false.
+    #[serde(default)]
+    pub sm_version: Option<u32>,
 }
 
 fn one_f64() -> f64 {
@@ -307,8 +309,11 @@ impl SystemSpec {
             Some(v) if v > 0.0 => Ok(v),
             _ => Err(AicError::MissingSystemFlops(format!(
                 "quant mode '{quant_name}' needs '{}', which this system's YAML does not define \
-                 (or defines as a non-positive placeholder): {}",
+                 (or defines as a non-positive placeholder): either the platform does not \
+                 support {} compute and the quant mode cannot be modeled on it, or the system \
+                 YAML is missing the entry (system {})",
                 key.yaml_key(),
+                key.dtype_label(),
                 self.name
             ))),
         }
@@ -373,7 +378,7 @@ mod tests {
         assert_eq!(s.gpu.fp8_tc_flops, Some(1978e12));
         assert_eq!(s.gpu.fp4_tc_flops, None);
         assert_eq!(s.gpu.power, Some(700.0));
-        assert_eq!(s.gpu.sm_version, 90);
+        assert_eq!(s.gpu.sm_version, Some(90));
         assert_eq!(s.node.num_gpus_per_node, 8);
         assert_eq!(s.node.inter_node_bw, 50e9);
         assert_eq!(s.node.intra_node_bw, 450e9);
@@ -399,14 +404,14 @@ mod tests {
         assert_eq!(b.gpu.bfloat16_tc_flops, Some(2250e12));
         assert_eq!(b.gpu.fp8_tc_flops, Some(4500e12));
         assert_eq!(b.gpu.fp4_tc_flops, Some(9000e12));
-        assert_eq!(b.gpu.sm_version, 100);
+        assert_eq!(b.gpu.sm_version, Some(100));
         assert_eq!(b.node.intra_node_bw, 900e9);
         assert_eq!(b.misc.nccl_version.as_deref(), Some("2.27.3"));
         let h = SystemSpec::load(&root(), "h100_sxm").unwrap();
         assert_eq!(h.gpu.mem_bw, 3.35e12);
         assert_eq!(h.gpu.mem_capacity, 85_899_345_920);
         assert_eq!(h.misc.nccl_version.as_deref(), Some("2.27.3"));
-        assert_eq!(h.gpu.sm_version, 90);
+        assert_eq!(h.gpu.sm_version, Some(90));
     }
 
     #[test]
@@ -420,8 +425,18 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "missing system flops: quant mode 'nvfp4' needs 'fp4_tc_flops', which this system's \
-             YAML does not define (or defines as a non-positive placeholder): h200_sxm"
+             YAML does not define (or defines as a non-positive placeholder): either the \
+             platform does not support Fp4 compute and the quant mode cannot be modeled on it, \
+             or the system YAML is missing the entry (system h200_sxm)"
         );
+        // Spec 12 §1.2 / §5.1: a100_sxm has no fp8 entry; b60 has fp8 but no fp4.
+        let a100 = SystemSpec::load(&root(), "a100_sxm").unwrap();
+        assert!(matches!(a100.flops("fp8_block", FlopsKey::Fp8), Err(AicError::MissingSystemFlops(_))));
+        assert_eq!(a100.flops("bfloat16", FlopsKey::Bfloat16).unwrap(), 312e12);
+        let b60 = SystemSpec::load(&root(), "b60").unwrap();
+        assert_eq!(b60.gpu.sm_version, None);
+        assert_eq!(b60.flops("fp8", FlopsKey::Fp8).unwrap(), 98.304e12);
+        assert!(b60.flops("nvfp4", FlopsKey::Fp4).is_err());
         let mut z = s.clone();
         z.gpu.fp8_tc_flops = Some(0.0);
         assert!(matches!(
@@ -459,7 +474,7 @@ mod tests {
         assert!(matches!(err, AicError::System(_)));
         let msg = err.to_string();
         assert!(msg.contains("'h300_sxm'"), "{msg}");
-        assert!(msg.contains("valid systems: [b200_sxm, h100_sxm, h200_sxm]"), "{msg}");
+        assert!(msg.contains("valid systems: [a100_pcie, a100_sxm, a30, b200_sxm, b300_sxm, b60, gb200, gb300, h100_pcie, h100_sxm, h200_sxm, l4, l40s, rtx_pro_6000_server]"), "{msg}");
         assert!(msg.contains("systems"), "{msg}");
         assert!(SystemSpec::load(&root(), "query_versions").is_err());
         assert!(SystemSpec::load(&root(), "../systems/h200_sxm").is_err());

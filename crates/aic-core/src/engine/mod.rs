@@ -145,7 +145,20 @@ fn finite_total(what: &str, total_ms: f64) -> Result<f64> {
 /// silently come from other versions or be missing.
 fn check_version_has_data(db: &PerfDatabase, backend: crate::spec::Backend, version: &str, tolerate: bool) -> Result<()> {
     let known = crate::data::versions::version_names(&db.system.data_dir, backend.as_str());
-    if tolerate || known.is_empty() || known.iter().any(|v| v == version) {
+    if known.is_empty() {
+        // The system ships no tables for this backend at all (a100_pcie, a30, h100_pcie, l4;
+        // b60 sglang/trtllm): spec 12 §3.3.
+        let data_dir = crate::data::tables::display_path(&db.system.data_dir);
+        return Err(AicError::perf(format!(
+            "perf data directory not found in either the legacy layout ({data_dir}/{b}/{version}) \
+             or a family-first layout (<family>/{b}/{version} under {data_dir}) (system={}, \
+             backend={b}, version={version}): {}",
+            db.system.name,
+            no_perf_data_hint(&db.system.systems_root, &db.system.name, backend),
+            b = backend.as_str(),
+        )));
+    }
+    if tolerate || known.iter().any(|v| v == version) {
         return Ok(());
     }
     Err(AicError::value(format!(
@@ -155,6 +168,30 @@ fn check_version_has_data(db: &PerfDatabase, backend: crate::spec::Backend, vers
         db.system.name,
         known.join(", ")
     )))
+}
+
+/// What to do when `system` has no perf tables for `backend`: names the systems that have.
+fn no_perf_data_hint(root: &Path, system: &str, backend: crate::spec::Backend) -> String {
+    let b = backend.as_str();
+    let has_data = |name: &str| {
+        crate::data::system::SystemSpec::load(root, name)
+            .is_ok_and(|s| !crate::data::versions::version_names(&s.data_dir, b).is_empty())
+    };
+    if has_data(system) {
+        return format!(
+            "recompile the spec with `aic-compile compile`, which resolves the version ('current' \
+             by default) for {b} on {system}"
+        );
+    }
+    let with_data: Vec<String> = crate::data::system::list_systems(root)
+        .into_iter()
+        .filter(|name| has_data(name))
+        .collect();
+    format!(
+        "system '{system}' ships no {b} perf data (its data folder holds no {b} tables); systems \
+         with {b} data: {}",
+        if with_data.is_empty() { "none".to_string() } else { with_data.join(", ") }
+    )
 }
 
 fn prefix_error(got: i64) -> AicError {
@@ -181,21 +218,25 @@ impl Engine {
     pub fn from_spec(spec: EngineSpec, systems_path: Option<&Path>) -> Result<Engine> {
         spec.context_ops.iter().chain(&spec.generation_ops).try_for_each(Op::check_numbers)?;
         let cfg = &spec.engine;
-        let version = cfg.backend_version.clone().ok_or_else(|| {
-            AicError::config("backend_version is required to load the perf database")
-        })?;
-        let root: PathBuf = cfg
+        let root: Option<PathBuf> = cfg
             .systems_path
             .as_ref()
             .map(PathBuf::from)
             .or_else(|| systems_path.map(Path::to_path_buf))
-            .or_else(crate::data::default_systems_path)
-            .ok_or_else(|| {
-                AicError::config(
-                    "no systems folder: pass systems_path, set AIC_SYSTEMS_PATH, or install the \
-                     package with its shipped data",
-                )
-            })?;
+            .or_else(crate::data::default_systems_path);
+        let version = cfg.backend_version.clone().ok_or_else(|| {
+            let hint = root.as_deref().map_or_else(
+                || "compile the spec with a backend version".to_string(),
+                |r| no_perf_data_hint(r, &cfg.system_name, cfg.backend),
+            );
+            AicError::config(format!("backend_version is required to load the perf database: {hint}"))
+        })?;
+        let root = root.ok_or_else(|| {
+            AicError::config(
+                "no systems folder: pass systems_path, set AIC_SYSTEMS_PATH, or install the \
+                 package with its shipped data",
+            )
+        })?;
         let strict = cfg.strict_provenance || crate::data::sources::strict_provenance_from_env();
         let db = PerfDatabase::open_with_provenance(&root, &cfg.system_name, cfg.backend, &version, cfg.shared_layer(), strict)?;
         check_version_has_data(&db, cfg.backend, &version, cfg.tolerate_dirless_version)?;

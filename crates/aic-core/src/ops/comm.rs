@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::data::tables::PerfDatabase;
+use crate::data::tables::{NcclTable, PerfDatabase};
 use crate::error::{AicError, Result};
 use crate::lookup::{anchor_message, Grid};
 use crate::spec::{CommQuant, CustomAllReduceOp, DatabaseMode, NcclOp, P2POp};
@@ -61,8 +61,11 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
     if mode == DatabaseMode::Sol {
         return Ok(allreduce_sol_split(db, tp, elements).value(Source::Sol));
     }
-    let per_node = u64::from(db.system.node.num_gpus_per_node);
-    let tp_eff = tp.min(per_node);
+    // The cap is the largest tp the merged table records, not the GPUs per node (spec 12
+    // §6.1): gb300's 4-GPU nodes have measured rows at tp 8 and 16.
+    let table = db.custom_allreduce()?;
+    let cap = table.max_gpus();
+    let tp_eff = tp.min(cap);
     let missing = || {
         AicError::perf(format!(
             "custom_allreduce data missing for ({:?}, {}) at {}",
@@ -72,7 +75,6 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
         ))
     };
     let empirical = || -> Result<OpValue> {
-        let table = db.custom_allreduce()?;
         let curve = table.curve(quant, tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| allreduce_sol(db, e, n), tp, tp_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
@@ -82,9 +84,8 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
         return empirical();
     }
     let silicon = || -> Result<OpValue> {
-        let table = db.custom_allreduce()?;
         let curve = table.curve(quant, tp_eff).ok_or_else(missing)?;
-        table_curve(db, curve, elements, tp, per_node)
+        table_curve(db, curve, elements, tp, cap)
     };
     match silicon() {
         Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => empirical(),
@@ -118,14 +119,21 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
     if mode == DatabaseMode::Sol {
         return Ok(nccl_sol_split(db, dtype, operation, gpus, elements).value(Source::Sol));
     }
-    let oneccl =
-        || AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)");
     let empirical = || -> Result<OpValue> {
         if nccl_sol(db, dtype, operation, elements, gpus) == 0.0 {
             return Ok(OpValue::zero(Source::Empirical));
         }
-        let table = db.nccl()?;
-        let cap = table.max_gpus(dtype, operation).ok_or_else(|| not_implemented(&[elements]))?;
+        // Calibrates from NCCL, or from OneCCL when the system has no NCCL table (b60).
+        let table = match db.nccl() {
+            Ok(t) => t,
+            Err(e) => db.oneccl().map_err(|_| e)?,
+        };
+        let cap = table.max_gpus(dtype, operation).ok_or_else(|| {
+            AicError::EmpiricalNotImplemented(format!(
+                "No NCCL data for operation '{operation}' ({}, num_gpus={gpus}).",
+                dtype.as_str()
+            ))
+        })?;
         let n_eff = gpus.min(cap);
         let curve = table.curve(dtype, operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| nccl_sol(db, dtype, operation, e, n), gpus, n_eff)
@@ -135,17 +143,43 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
     if mode == DatabaseMode::Empirical {
         return empirical();
     }
-    let silicon = || -> Result<OpValue> {
-        let table = db.nccl()?;
-        let cap = table.max_gpus(dtype, operation).ok_or_else(oneccl)?;
-        let n_eff = gpus.min(cap);
-        let curve = table.curve(dtype, operation, n_eff).ok_or_else(oneccl)?;
-        table_curve(db, curve, elements, gpus, cap)
-    };
-    match silicon() {
+    match collective_curve(db, dtype, operation, gpus)
+        .and_then(|(curve, cap)| table_curve(db, curve, elements, gpus, cap))
+    {
         Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => empirical(),
         other => other,
     }
+}
+
+/// The measured curve a collective of `gpus` ranks reads, with the largest recorded GPU count
+/// it is scaled from (spec 12 §6.3, §7.2): NCCL first (a table that fails to load counts as
+/// empty), then OneCCL when the system names a OneCCL version.
+fn collective_curve<'a>(
+    db: &'a PerfDatabase,
+    dtype: CommQuant,
+    operation: &str,
+    gpus: u64,
+) -> Result<(&'a Grid, u64)> {
+    let find = |table: &'a NcclTable| {
+        let cap = table.max_gpus(dtype, operation)?;
+        table.curve(dtype, operation, gpus.min(cap)).map(|c| (c, cap))
+    };
+    if let Some(found) = db.nccl().ok().and_then(|t| find(t)) {
+        return Ok(found);
+    }
+    if db.resolver.oneccl_path().is_none() {
+        return Err(AicError::perf(
+            "OneCCL data not configured for this system (no misc.oneccl_version in YAML)",
+        ));
+    }
+    find(db.oneccl()?).ok_or_else(|| {
+        AicError::perf(format!(
+            "neither NCCL nor OneCCL has data for ({:?}, {:?}, {gpus}) at {}",
+            dtype.as_str(),
+            operation,
+            db.label()
+        ))
+    })
 }
 
 /// Compiled `CustomAllReduce`.

@@ -411,7 +411,7 @@ impl MoeDispatchEval {
                 Backend::Trtllm => ar(attn_tp, x)?,
             },
             DispatchFlavor::TrtllmAlltoall => {
-                if db.system.gpu.sm_version == 100 {
+                if db.system.gpu.sm_version == Some(100) {
                     if attn_dp > 1 && o.moe_tp_size == 1 && db.system.node.num_gpus_per_node >= 72 {
                         return Err(AicError::perf(format!(
                             "TRT-LLM alltoall data (trtllm_alltoall_perf.parquet) is not available at {}",

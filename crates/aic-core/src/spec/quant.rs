@@ -26,6 +26,16 @@ impl FlopsKey {
             FlopsKey::Fp4 => "fp4_tc_flops",
         }
     }
+
+    /// The compute dtype as the missing-FLOPS message spells it (`Fp8`, `Fp4`, ...).
+    pub fn dtype_label(self) -> &'static str {
+        match self {
+            FlopsKey::Bfloat16 => "Bfloat16",
+            FlopsKey::Int8 => "Int8",
+            FlopsKey::Fp8 => "Fp8",
+            FlopsKey::Fp4 => "Fp4",
+        }
+    }
 }
 
 macro_rules! wire_enum {
@@ -236,9 +246,10 @@ impl KvQuant {
         }
     }
 
-    /// FLOPS entry used by decode attention: fp8 KV implies fp8 math on sm >= 89.
-    pub fn decode_flops_key(self, sm_version: u32) -> FlopsKey {
-        if self == KvQuant::Fp8 && sm_version >= 89 {
+    /// FLOPS entry used by decode attention: fp8 KV implies fp8 math on sm >= 89 (a system
+    /// without an sm, such as b60, uses bf16 math).
+    pub fn decode_flops_key(self, sm_version: Option<u32>) -> FlopsKey {
+        if self == KvQuant::Fp8 && sm_version.is_some_and(|sm| sm >= 89) {
             FlopsKey::Fp8
         } else {
             FlopsKey::Bfloat16

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use aic_core::data::catalogue::system_catalogue;
 use aic_core::data::tables::{open_for_viewing, KeyValue, SliceView, TableId, TableView};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -142,10 +143,27 @@ fn table_view<'py>(
     view_dict(py, &view, (system, backend, &literal))
 }
 
+/// Every system of the systems folder as JSON text (a list): name, `sm_version`,
+/// `gpus_per_node`, `gpus_per_rack`, `mem_capacity`, `error`, and per backend its `current` /
+/// `previous` / `next` slots (`current` null: no perf data) and `versions_with_data`.
+#[pyfunction]
+#[pyo3(signature = (systems_path=None))]
+fn systems_catalogue_json(py: Python<'_>, systems_path: Option<PathBuf>) -> PyResult<String> {
+    let root = systems_root(py, systems_path)?;
+    py.detach(|| {
+        guarded(|| {
+            serde_json::to_string(&system_catalogue(&root))
+                .map_err(|e| aic_core::AicError::value(format!("cannot serialise the catalogue: {e}")))
+        })
+    })
+    .map_err(PyErr::from)
+}
+
 /// Registers the view functions on the module; returns their names for `__all__`.
-pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<[&'static str; 3]> {
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<[&'static str; 4]> {
     m.add_function(wrap_pyfunction!(table_names, m)?)?;
     m.add_function(wrap_pyfunction!(table_coverage_json, m)?)?;
     m.add_function(wrap_pyfunction!(table_view, m)?)?;
-    Ok(["table_names", "table_coverage_json", "table_view"])
+    m.add_function(wrap_pyfunction!(systems_catalogue_json, m)?)?;
+    Ok(["table_names", "table_coverage_json", "table_view", "systems_catalogue_json"])
 }

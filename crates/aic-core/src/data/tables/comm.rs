@@ -17,6 +17,7 @@ use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 #[derive(Debug)]
 pub struct CustomAllReduceTable {
     curves: FastHashMap<u64, Grid>,
+    max_gpus: u64,
     sources: Vec<SourceRows>,
 }
 
@@ -64,8 +65,10 @@ impl CustomAllReduceTable {
         if rows == 0 {
             return Err(no_rows_message("custom_allreduce", &sources));
         }
+        let max_gpus = builders.keys().copied().max().unwrap_or(0);
         Ok(CustomAllReduceTable {
             curves: builders.into_iter().map(|(k, b)| (k, b.build(None))).collect(),
+            max_gpus,
             sources: used,
         })
     }
@@ -80,6 +83,13 @@ impl CustomAllReduceTable {
     /// The files this table was merged from, with the rows each contributed.
     pub fn sources(&self) -> &[SourceRows] {
         &self.sources
+    }
+
+    /// The largest GPU count recorded in the merged table: the tp beyond which a query is
+    /// scaled from the largest measured curve (spec 12 §6.1; 16 on gb300 sglang/trtllm,
+    /// whose 4-GPU nodes have MNNVL rows at 8 and 16).
+    pub fn max_gpus(&self) -> u64 {
+        self.max_gpus
     }
 
     /// The curve of `(quant, gpus)` (only `half` has rows).
@@ -105,6 +115,19 @@ impl NcclTable {
         let path = resolver.nccl_path().ok_or_else(|| {
             AicError::perf("NCCL data not configured for this system (no misc.nccl_version in YAML)")
         })?;
+        Self::load_file(path, "NCCL")
+    }
+
+    /// Loads `comm/oneccl/<misc.oneccl_version>/oneccl_perf.parquet`, the collectives of
+    /// systems without NCCL (b60, spec 12 §7.2); same schema as the NCCL table.
+    pub fn load_oneccl(resolver: &SourceResolver) -> Result<Self> {
+        let path = resolver.oneccl_path().ok_or_else(|| {
+            AicError::perf("OneCCL data not configured for this system (no misc.oneccl_version in YAML)")
+        })?;
+        Self::load_file(path, "OneCCL")
+    }
+
+    fn load_file(path: std::path::PathBuf, library: &str) -> Result<Self> {
         let source = crate::data::sources::Source { path, kernel_filter: None };
         let sources = vec![source];
         let tables = read_sources(
@@ -134,7 +157,7 @@ impl NcclTable {
             used.push(SourceRows::new(&table.path, rows - before));
         }
         if rows == 0 {
-            return Err(no_rows_message("NCCL", &sources));
+            return Err(no_rows_message(library, &sources));
         }
         let mut curves: Vec<(CommQuant, String, u64, Grid)> =
             builders.into_iter().map(|((d, o, n), b)| (d, o, n, b.build(None))).collect();

@@ -43,6 +43,7 @@ pub struct PerfDatabase {
     generation_attention: OnceLock<Result<Arc<AttentionTable>>>,
     custom_allreduce: OnceLock<Result<Arc<CustomAllReduceTable>>>,
     nccl: OnceLock<Result<Arc<NcclTable>>>,
+    oneccl: OnceLock<Result<Arc<NcclTable>>>,
     compute_scale: OnceLock<Result<Arc<QuantizeTable>>>,
     moe: OnceLock<Result<Arc<MoeTable>>>,
     context_mla: OnceLock<Result<Arc<MlaKernelTable>>>,
@@ -113,6 +114,7 @@ impl PerfDatabase {
             generation_attention: OnceLock::new(),
             custom_allreduce: OnceLock::new(),
             nccl: OnceLock::new(),
+            oneccl: OnceLock::new(),
             compute_scale: OnceLock::new(),
             moe: OnceLock::new(),
             context_mla: OnceLock::new(),
@@ -168,6 +170,12 @@ impl PerfDatabase {
     /// The system-wide NCCL table.
     pub fn nccl(&self) -> Result<&Arc<NcclTable>> {
         self.nccl.get_or_init(|| NcclTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The OneCCL table (same layout as NCCL): where collectives go when NCCL has no data for
+    /// a key, e.g. on b60 whose `comm/nccl/<version>` folder does not exist (spec 12 §7.2).
+    pub fn oneccl(&self) -> Result<&Arc<NcclTable>> {
+        self.oneccl.get_or_init(|| NcclTable::load_oneccl(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// The MoE table.
