@@ -15,6 +15,62 @@ from .spec_builder import DATABASE_MODES
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+#: Integer flags are unsigned 32-bit in the engine: larger values are refused by name.
+U32_MAX = 2**32 - 1
+
+#: The largest spec file ``--spec`` reads (the engine's own limit, spec::MAX_SPEC_FILE_BYTES).
+MAX_SPEC_FILE_BYTES = 64 << 20
+
+
+def _read_spec_file(path: str) -> bytes:
+    """The bytes of ``--spec PATH``: a regular file of at most 64 MiB, else a one-line error."""
+    import stat
+
+    try:
+        info = Path(path).stat()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--spec") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise click.BadParameter(
+            f"{path} is not a regular file (a device, FIFO or socket); give the .aicspec or "
+            f".json file written by `aic-compile compile`", param_hint="--spec")
+    if info.st_size > MAX_SPEC_FILE_BYTES:
+        raise click.BadParameter(
+            f"{path} has {info.st_size} bytes, more than the {MAX_SPEC_FILE_BYTES}-byte limit for "
+            f"a spec; this is not a compiled spec", param_hint="--spec")
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--spec") from None
+
+
+def _write_output(output: str, data: bytes | str, model) -> None:
+    """Writes the compiled spec; every failure is one line naming the path and the fix."""
+    target = Path(output)
+    try:
+        model_path = Path(str(model))
+        if model_path.exists() and target.exists() and target.resolve() in (
+                model_path.resolve(), (model_path / "config.json").resolve()):
+            raise click.BadParameter(f"{output} is the model config being compiled; choose "
+                                     f"another output path", param_hint="--output")
+    except OSError:
+        pass
+    if not target.parent.is_dir():
+        raise click.BadParameter(f"cannot write {output}: the folder {target.parent} does not "
+                                 f"exist (or a part of it is a file); create it or choose another "
+                                 f"path", param_hint="--output")
+    if target.is_dir():
+        raise click.BadParameter(f"cannot write {output}: it is a folder; give a file name",
+                                 param_hint="--output")
+    try:
+        if isinstance(data, str):
+            target.write_text(data, encoding="utf-8")
+        else:
+            target.write_bytes(data)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror}; choose a writable path",
+                                 param_hint="--output") from None
+
 
 def _version() -> str:
     from . import __version__
@@ -48,22 +104,22 @@ def model_options(require_model: bool = True):
             click.option("--backend", "-b", help="trtllm, sglang or vllm."),
             click.option("--backend-version", default=None,
                          help="current (default), next, previous or a literal slot version."),
-            click.option("--tp", "tp_size", type=int, default=1, show_default=True,
+            click.option("--tp", "tp_size", type=click.IntRange(max=U32_MAX), default=1, show_default=True,
                          help="Tensor-parallel size."),
-            click.option("--pp", "pp_size", type=int, default=1, show_default=True,
+            click.option("--pp", "pp_size", type=click.IntRange(max=U32_MAX), default=1, show_default=True,
                          help="Pipeline-parallel size."),
-            click.option("--dp", "--attention-dp", "attention_dp_size", type=int, default=1,
+            click.option("--dp", "--attention-dp", "attention_dp_size", type=click.IntRange(max=U32_MAX), default=1,
                          show_default=True, help="Attention data-parallel size."),
-            click.option("--moe-tp", "moe_tp_size", type=int, default=None, help="MoE TP size."),
-            click.option("--moe-ep", "moe_ep_size", type=int, default=None, help="MoE EP size."),
+            click.option("--moe-tp", "moe_tp_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE TP size."),
+            click.option("--moe-ep", "moe_ep_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE EP size."),
             click.option("--gemm-quant", "gemm_quant_mode", default=None),
             click.option("--moe-quant", "moe_quant_mode", default=None),
             click.option("--kvcache-quant", "kvcache_quant_mode", default=None),
             click.option("--fmha-quant", "fmha_quant_mode", default=None),
             click.option("--comm-quant", "comm_quant_mode", default=None),
-            click.option("--nextn", type=int, default=0, show_default=True,
+            click.option("--nextn", type=click.IntRange(max=U32_MAX), default=0, show_default=True,
                          help="MTP draft length."),
-            click.option("--kv-block-size", type=int, default=None),
+            click.option("--kv-block-size", type=click.IntRange(max=U32_MAX), default=None),
             click.option("--database-mode", type=click.Choice(DATABASE_MODES), default=None,
                          help="Perf-database mode (default SILICON)."),
             click.option("--attention-backend", default=None,
@@ -109,7 +165,7 @@ def _load_engine(ctx, model, spec_file, kwargs):
     if spec_file:
         if model:
             raise click.UsageError("give either MODEL or --spec, not both")
-        blob = Path(spec_file).read_bytes()
+        blob = _read_spec_file(spec_file)
         spec_json = None
     else:
         if not model:
@@ -156,7 +212,7 @@ def compile_cmd(ctx, model, output, as_json, **kwargs):
             stem = Path(str(model)).parent.name or "engine"
         output = f"{stem}.json" if as_json else f"{stem}.aicspec"
     if as_json:
-        Path(output).write_text(spec_json + "\n", encoding="utf-8")
+        _write_output(output, spec_json + "\n", model)
     else:
         from .compile import native
 
@@ -164,7 +220,7 @@ def compile_cmd(ctx, model, output, as_json, **kwargs):
             blob = bytes(native().encode_spec(spec_json))
         except Exception as exc:  # noqa: BLE001
             raise click.ClickException(str(exc)) from None
-        Path(output).write_bytes(blob)
+        _write_output(output, blob, model)
     spec = json.loads(spec_json)
     click.echo(
         f"wrote {output}: {spec['engine']['model_name']} on {spec['engine']['system_name']} / "
@@ -201,17 +257,17 @@ def _num(value, digits: int = 4) -> str:
 @model_options(require_model=False)
 @click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Use a compiled spec file instead of compiling MODEL.")
-@click.option("--batch", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--batch", type=click.IntRange(min=0, max=U32_MAX), default=1, show_default=True,
               help="Concurrent requests.")
-@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True,
+@click.option("--isl", type=click.IntRange(min=1, max=U32_MAX), default=1024, show_default=True,
               help="Input length (incl. prefix).")
-@click.option("--osl", type=click.IntRange(min=1), default=128, show_default=True,
+@click.option("--osl", type=click.IntRange(min=1, max=U32_MAX), default=128, show_default=True,
               help="Output length.")
-@click.option("--prefix", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--prefix", type=click.IntRange(min=0, max=U32_MAX), default=0, show_default=True,
               help="Cached prefix tokens per request.")
-@click.option("--ctx-tokens", type=click.IntRange(min=0), default=None,
+@click.option("--ctx-tokens", type=click.IntRange(min=0, max=U32_MAX), default=None,
               help="Prefill tokens in the mixed step (default: isl).")
-@click.option("--gen-tokens", type=click.IntRange(min=0), default=None,
+@click.option("--gen-tokens", type=click.IntRange(min=0, max=U32_MAX), default=None,
               help="Decoding requests in the mixed / decode step (default: batch).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--verbose", "-v", is_flag=True,
@@ -299,14 +355,14 @@ def estimate_cmd(ctx, model, spec_file, batch, isl, osl, prefix, ctx_tokens, gen
 @model_options(require_model=False)
 @click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Use a compiled spec file instead of compiling MODEL.")
-@click.option("--batch", type=click.IntRange(min=0), default=1, show_default=True)
-@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True)
-@click.option("--osl", type=click.IntRange(min=1), default=128, show_default=True)
-@click.option("--prefix", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--beam", "beam_width", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--batch", type=click.IntRange(min=0, max=U32_MAX), default=1, show_default=True)
+@click.option("--isl", type=click.IntRange(min=1, max=U32_MAX), default=1024, show_default=True)
+@click.option("--osl", type=click.IntRange(min=1, max=U32_MAX), default=128, show_default=True)
+@click.option("--prefix", type=click.IntRange(min=0, max=U32_MAX), default=0, show_default=True)
+@click.option("--beam", "beam_width", type=click.IntRange(min=1, max=U32_MAX), default=1, show_default=True)
 @click.option("--mode", type=click.Choice(["static", "static_ctx", "static_gen"]),
               default="static", show_default=True)
-@click.option("--stride", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--stride", type=click.IntRange(min=1, max=U32_MAX), default=32, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def breakdown_cmd(ctx, model, spec_file, batch, isl, osl, prefix, beam_width, mode, stride,
@@ -362,32 +418,32 @@ def _gib(value: int) -> str:
 @click.option("--backend", "-b", required=True, help="trtllm, sglang or vllm.")
 @click.option("--backend-version", "--version", "backend_version", default=None,
               help="current (default), next, previous or a literal slot version.")
-@click.option("--tp", "tp_size", type=int, default=1, show_default=True,
+@click.option("--tp", "tp_size", type=click.IntRange(max=U32_MAX), default=1, show_default=True,
               help="Tensor-parallel size.")
-@click.option("--pp", "pp_size", type=int, default=1, show_default=True,
+@click.option("--pp", "pp_size", type=click.IntRange(max=U32_MAX), default=1, show_default=True,
               help="Pipeline-parallel size.")
-@click.option("--dp", "--attention-dp", "attention_dp_size", type=int, default=1,
+@click.option("--dp", "--attention-dp", "attention_dp_size", type=click.IntRange(max=U32_MAX), default=1,
               show_default=True, help="Attention data-parallel size.")
-@click.option("--moe-tp", "moe_tp_size", type=int, default=None, help="MoE TP size.")
-@click.option("--moe-ep", "moe_ep_size", type=int, default=None, help="MoE EP size.")
+@click.option("--moe-tp", "moe_tp_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE TP size.")
+@click.option("--moe-ep", "moe_ep_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE EP size.")
 @click.option("--gemm-quant", "gemm_quant_mode", default=None)
 @click.option("--moe-quant", "moe_quant_mode", default=None)
 @click.option("--kvcache-quant", "kvcache_quant_mode", default=None)
 @click.option("--fmha-quant", "fmha_quant_mode", default=None)
 @click.option("--comm-quant", "comm_quant_mode", default=None)
-@click.option("--nextn", type=int, default=0, show_default=True, help="MTP draft length.")
-@click.option("--max-num-tokens", type=click.IntRange(min=0), default=8192, show_default=True,
+@click.option("--nextn", type=click.IntRange(max=U32_MAX), default=0, show_default=True, help="MTP draft length.")
+@click.option("--max-num-tokens", type=click.IntRange(min=0, max=U32_MAX), default=8192, show_default=True,
               help="Per-iteration token budget (sizes the activations).")
-@click.option("--max-batch-size", type=click.IntRange(min=0), default=256, show_default=True,
+@click.option("--max-batch-size", type=click.IntRange(min=0, max=U32_MAX), default=256, show_default=True,
               help="Maximum batch size (used when --max-num-tokens is 0).")
 @click.option("--memory-fraction-kind", type=click.Choice(["of_free", "of_total"]), default=None,
               help="Fraction taken of free or total memory (default: of_free for trtllm, "
                    "of_total for vllm / sglang).")
 @click.option("--memory-fraction", "memory_fraction_value", type=float, default=0.9,
               show_default=True, help="KV-cache memory fraction.")
-@click.option("--isl", type=click.IntRange(min=1), default=None,
+@click.option("--isl", type=click.IntRange(min=1, max=U32_MAX), default=None,
               help="Input length; with --osl, report the max concurrent requests.")
-@click.option("--osl", type=click.IntRange(min=1), default=None, help="Output length.")
+@click.option("--osl", type=click.IntRange(min=1, max=U32_MAX), default=None, help="Output length.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--systems-path", "local_systems_path", default=None,
               help="Systems root (overrides the global option / AIC_SYSTEMS_PATH).")
@@ -492,7 +548,7 @@ def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_jso
 @click.option("--backend", "-b", "backends", multiple=True,
               type=click.Choice(("trtllm", "sglang", "vllm")),
               help="Only this backend (repeatable; default: all three).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=click.IntRange(min=1, max=U32_MAX), default=1, show_default=True,
               help="Tensor-parallel size of the probe (MoE models put their experts on EP).")
 @click.option("--only-failures", is_flag=True, help="List only the cells that do not answer.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema "

@@ -174,6 +174,49 @@ def test_compile_json(native, tmp_path):
     assert len(spec["context_ops"]) == 14
 
 
+def _one_line_error(result, *needles):
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in result.output, result.output
+
+
+def test_compile_output_errors_are_one_line(native, tmp_path):
+    base = ("compile", "Qwen/Qwen3-8B", "-s", "h200_sxm", "-b", "vllm", "--json", "-o")
+    _one_line_error(_run(*base, tmp_path / "missing" / "x.json"), "does not exist", "--output")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    _one_line_error(_run(*base, blocker / "x.json"), "does not exist (or a part of it is a file)")
+    _one_line_error(_run(*base, tmp_path), "is a directory")
+    config = tmp_path / "model"
+    config.mkdir()
+    (config / "config.json").write_text((REPO / "data/model_configs/Qwen--Qwen3-8B_config.json")
+                                        .read_text())
+    result = _run("compile", config, "-s", "h200_sxm", "-b", "vllm", "--json", "-o",
+                  config / "config.json")
+    _one_line_error(result, "is the model config being compiled")
+    if os.geteuid() != 0:  # root writes through file permissions
+        locked = tmp_path / "locked.json"
+        locked.write_text("")
+        locked.chmod(0o444)
+        _one_line_error(_run(*base, locked), "choose a writable path")
+
+
+def test_spec_flag_refuses_devices_and_huge_files(native, tmp_path):
+    _one_line_error(_run("estimate", "--spec", "/dev/zero"), "not a regular file", "--spec")
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as fh:
+        fh.truncate((64 << 20) + 1)
+    _one_line_error(_run("estimate", "--spec", huge), "more than the 67108864-byte limit")
+
+
+def test_integer_flags_beyond_u32_name_the_flag(native):
+    _one_line_error(_run("estimate", "Qwen/Qwen3-8B", "-s", "h200_sxm", "-b", "vllm",
+                         "--batch", str(2**32)), "--batch")
+    _one_line_error(_run("estimate", "Qwen/Qwen3-8B", "-s", "h200_sxm", "-b", "vllm",
+                         "--tp", str(2**32)), "--tp")
+
+
 ESTIMATE_KEYS = {
     "batch", "isl", "osl", "prefix", "ctx_tokens", "gen_tokens", "ttft_ms", "tpot_ms",
     "first_decode_step_ms", "decode_ms", "e2e_ms", "decode_step_ms", "mixed_step_ms",

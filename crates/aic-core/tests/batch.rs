@@ -90,6 +90,11 @@ fn bad_batch_arguments_are_typed_errors() {
     assert!(err.to_string().contains("equal lengths, got 2, 1, 2"), "{err}");
     let err = engine.estimate_batch(BatchKind::Decode, &[1], &[128], &[2], Some(0)).unwrap_err();
     assert!(err.to_string().contains("threads must be at least 1"), "{err}");
+    // An absurd thread count is refused before any thread starts.
+    let too_many = aic_core::engine::max_batch_threads() + 1;
+    let err = engine.estimate_batch(BatchKind::Decode, &[1], &[128], &[2], Some(too_many)).unwrap_err();
+    assert!(err.to_string().contains(&format!("threads must be at most {}", too_many - 1)), "{err}");
+    assert_eq!(err.class(), ErrorClass::Value);
     let err = BatchKind::parse("mixed").unwrap_err();
     assert!(err.to_string().contains("expected \"prefill\", \"decode\" or \"decode_step\""), "{err}");
     assert_eq!(engine.estimate_batch(BatchKind::Decode, &[], &[], &[], None).unwrap(), Vec::<f64>::new());

@@ -410,6 +410,39 @@ fn cases() -> Vec<Case> {
             fragment: "cannot read spec file: No such file or directory",
             run: || ignore(Engine::from_spec_file(&scratch_base().join("spec-file-missing/nowhere.json"), None)),
         },
+        Case {
+            id: "spec-file-not-regular",
+            input: "`Engine::from_spec_file` on a device (`/dev/zero`), a FIFO or a folder",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "cannot read spec file: the path is not a regular file (a device, FIFO or socket)",
+            run: || ignore(Engine::from_spec_file(std::path::Path::new("/dev/zero"), None)),
+        },
+        Case {
+            id: "spec-file-too-large",
+            input: "`Engine::from_spec_file` on a file over 64 MiB",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "bytes is more than the 67108864-byte limit for a spec",
+            run: || {
+                let dir = scratch_base().join("spec-file-too-large");
+                std::fs::create_dir_all(&dir).unwrap();
+                let path = dir.join("huge.json");
+                std::fs::File::create(&path).unwrap().set_len((64 << 20) + 1).unwrap();
+                ignore(Engine::from_spec_file(&path, None))
+            },
+        },
+        Case {
+            id: "batch-too-many-threads",
+            input: "`estimate_batch` with `threads` above four per core (and above 64)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "threads must be at most",
+            run: || {
+                let engine = shipped_engine();
+                ignore(engine.estimate_batch(aic_core::BatchKind::Decode, &[1], &[128], &[2], Some(1 << 20)))
+            },
+        },
         // ---- system descriptions -----------------------------------------------------------
         Case {
             id: "system-yaml-malformed",

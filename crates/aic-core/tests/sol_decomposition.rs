@@ -526,6 +526,15 @@ fn folding_mode_independence_and_bad_json() {
     let err = sol_eval(e, &[with(&qkv, &[("scale_factor", json!(-2.0))])], true, 1, 1024, 0).unwrap_err();
     assert!(err.to_string().contains("scale_factor"), "{err}");
 
+    // The overflow rule of every other estimate: a scale that drives the SOL past the limit
+    // raises the same error `evaluate_ops_json` raises, instead of returning (inf, inf, inf).
+    let huge = with(&qkv, &[("scale_factor", json!(1e300))]);
+    let err = sol_eval(e, std::slice::from_ref(&huge), true, u32::MAX, u32::MAX, 0).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Value);
+    assert!(err.to_string().contains("overflowed to"), "{err}");
+    let err = eval(e, &[huge], true, u32::MAX, u32::MAX, 0, 1.0, None).unwrap_err();
+    assert!(err.to_string().contains("overflowed to"), "{err}");
+
     let err = e.evaluate_ops_sol_json("[{\"Gemm\": {}}]", true, 1, 1, 0, 1.0, None).unwrap_err();
     assert_eq!(err.class(), ErrorClass::Value);
     assert!(err.to_string().contains("evaluate_ops_sol_json: invalid op list JSON"), "{err}");

@@ -135,12 +135,8 @@ pub unsafe extern "C" fn aic_engine_from_spec_file(
         args::out_pointer(out_engine, "out_engine", "an AicEngineHandle")?;
         let spec_path = unsafe { args::path(spec_path, "spec_path") }?;
         let systems = unsafe { args::optional_path(systems_path, "systems_path") }?;
-        let bytes = std::fs::read(&spec_path).map_err(|e| {
-            CallError::new(
-                AicStatus::Io,
-                format!("cannot read spec file '{}': {e}; check the path", spec_path.display()),
-            )
-        })?;
+        let bytes = aic_core::spec::read_spec_file(&spec_path)
+            .map_err(|e| CallError::new(AicStatus::Io, e.to_string()))?;
         let engine = Engine::from_spec_bytes(&bytes, systems.as_deref())?;
         unsafe { publish(engine, out_engine) }
     })

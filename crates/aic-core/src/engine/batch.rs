@@ -4,6 +4,7 @@
 //! engine and its arguments, so the output is identical for any thread count and any split.
 
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -48,12 +49,46 @@ impl BatchKind {
 /// small enough that two cores stay balanced on a few thousand points.
 const CHUNK: usize = 256;
 
+/// The most worker threads one batch call may ask for: four per core, and never fewer than 64.
+pub fn max_batch_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (4 * cores).max(64)
+}
+
+/// The pool of `threads` workers: kept between calls (the last size asked for), so a caller
+/// passing `threads` on every call does not start that many OS threads each time; sizes above
+/// [`max_batch_threads`] are refused.
+fn worker_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
+    let limit = max_batch_threads();
+    if threads > limit {
+        return Err(AicError::value(format!(
+            "threads must be at most {limit} (four per core of this machine, at least 64), got \
+             {threads}; pass None to use every core"
+        )));
+    }
+    static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((size, pool)) = slot.as_ref() {
+        if *size == threads {
+            return Ok(pool.clone());
+        }
+    }
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| AicError::value(format!("cannot start {threads} worker threads: {e}")))?,
+    );
+    *slot = Some((threads, pool.clone()));
+    Ok(pool)
+}
+
 impl Engine {
     /// Estimates every point `(a[i], b[i], c[i])` (meaning per [`BatchKind`]) into `out[i]`.
     ///
     /// `threads`: `None` uses rayon's global pool (all cores, or `RAYON_NUM_THREADS`);
-    /// `Some(1)` runs on the calling thread; `Some(n)` runs on a dedicated pool of `n` threads
-    /// built for this call. The values do not depend on the choice. The columns and `out` must
+    /// `Some(1)` runs on the calling thread; `Some(n)` runs on a pool of `n` threads kept for
+    /// the next call of the same size (`n` at most [`max_batch_threads`]). The values do not depend on the choice. The columns and `out` must
     /// have the same length. On failure `out` is partly written and the error names the first
     /// failing point (the lowest index, whatever the thread count).
     pub fn estimate_batch_into(
@@ -99,10 +134,7 @@ impl Engine {
             Some(1) => first_error(out.chunks_mut(CHUNK).enumerate().map(run_chunk).collect()),
             None => first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect()),
             Some(t) => {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .map_err(|e| AicError::value(format!("cannot start {t} worker threads: {e}")))?;
+                let pool = worker_pool(t)?;
                 pool.install(|| first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect()))
             }
         };

@@ -17,7 +17,7 @@ use crate::ops::{CompiledOp, OpValue, Shape};
 use crate::spec::{DatabaseMode, EngineSpec, Op};
 
 pub use crate::ops::Source;
-pub use batch::BatchKind;
+pub use batch::{max_batch_threads, BatchKind};
 pub use latency_model::*;
 pub use per_op::OpResult;
 pub use provenance::ProvenanceTier;
@@ -128,13 +128,17 @@ fn check_scale(name: &str, value: f64) -> Result<()> {
 /// what any table describes (billions of tokens per request times a huge imbalance-correction
 /// scale, say) can overflow `f64` to infinity, which is reported as an error instead of a
 /// number a simulator would silently add up.
+/// Latencies above this many milliseconds (about 32 million years) count as overflowed too:
+/// a sum that came within a factor of 1e290 of `f64::MAX` is no estimate of anything.
+pub const MAX_LATENCY_MS: f64 = 1e18;
+
 #[inline]
 fn finite_total(what: &str, total_ms: f64) -> Result<f64> {
-    if total_ms.is_finite() {
+    if total_ms.is_finite() && total_ms.abs() <= MAX_LATENCY_MS {
         return Ok(total_ms);
     }
     Err(AicError::value(format!(
-        "{what} overflowed to {total_ms} ms: the batch size, sequence lengths or \
+        "{what} overflowed to {total_ms:e} ms (the limit is {MAX_LATENCY_MS:e} ms): the batch size, sequence lengths or \
          imbalance-correction scales are far beyond anything the perf tables describe; \
          estimate with realistic sizes"
     )))
@@ -206,10 +210,7 @@ impl Engine {
 
     /// Builds an engine from a spec file written by `aic-compile compile`.
     pub fn from_spec_file(path: &Path, systems_path: Option<&Path>) -> Result<Engine> {
-        let bytes = std::fs::read(path).map_err(|e| AicError::DataFile {
-            path: path.to_path_buf(),
-            message: format!("cannot read spec file: {e}"),
-        })?;
+        let bytes = crate::spec::read_spec_file(path)?;
         Engine::from_spec_bytes(&bytes, systems_path)
     }
 

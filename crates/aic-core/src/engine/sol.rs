@@ -75,6 +75,14 @@ impl Engine {
             let compiled = CompiledOp::compile(op, self.database());
             fold(&mut entries, compiled.name(), compiled.eval_sol(&shape)?);
         }
+        // The same overflow rule as every other estimate (`evaluate_ops_json` raises for the
+        // same op and arguments).
+        for e in &entries {
+            let what = format!("the SOL estimate of op \"{}\"", e.name);
+            for v in [e.sol_time_ms, e.sol_math_ms, e.sol_mem_ms] {
+                super::finite_total(&what, v)?;
+            }
+        }
         Ok(entries)
     }
 

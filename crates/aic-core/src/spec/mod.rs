@@ -1,10 +1,12 @@
 //! The EngineSpec: what the compile front end hands to the engine. JSON (as emitted by the
 //! Python front end) and a versioned binary wire format (bincode) for crossing boundaries.
 
+mod file;
 mod ops;
 mod quant;
 mod wire;
 
+pub use file::{read_spec_file, MAX_SPEC_FILE_BYTES};
 pub use ops::*;
 pub use quant::*;
 pub use wire::{decode_spec, encode_spec, SPEC_MAGIC};

@@ -254,7 +254,10 @@ static void test_misuse(AicEngineHandle engine, const char *spec_path, const cha
                   AIC_STATUS_INVALID_ARGUMENT, "systems_path is an empty string");
     expect_status("missing spec file",
                   aic_engine_from_spec_file("no/such/dir/spec.json", systems, &out), AIC_STATUS_IO,
-                  "cannot read spec file 'no/such/dir/spec.json'");
+                  "(no/such/dir/spec.json)");
+    expect_status("spec path that is a device",
+                  aic_engine_from_spec_file("/dev/zero", systems, &out), AIC_STATUS_IO,
+                  "not a regular file");
     expect_status("missing systems folder",
                   aic_engine_from_spec_file(spec_path, "no/such/systems", &out),
                   AIC_STATUS_INVALID_ARGUMENT, "no/such/systems");
