@@ -271,8 +271,7 @@ impl DsaEval {
     /// The grid of one part for a bucket request, or why there is none.
     fn grid(&self, part: DsaPart, bucket: DsaBucket) -> Result<&Grid> {
         let table = self.table(part)?;
-        let k = &self.key;
-        let slice = table.slice(&k[0], &k[1], &k[2], &k[3]).ok_or_else(|| self.missing())?;
+        let slice = table.slice(&self.key).ok_or_else(|| self.missing())?;
         slice.grid(bucket).ok_or_else(|| self.missing())
     }
 

@@ -206,11 +206,9 @@ impl DsaModuleTable {
         Ok(DsaModuleTable { slices, sources: used })
     }
 
-    /// The slice of `(architecture, fmha/mla dtype, kv dtype, gemm dtype)`.
-    pub fn slice(&self, architecture: &str, mla: &str, kv: &str, gemm: &str) -> Option<&DsaSlice> {
-        self.slices.iter().find_map(|(k, s)| {
-            (k[0] == architecture && k[1] == mla && k[2] == kv && k[3] == gemm).then_some(s)
-        })
+    /// The slice of a key `(architecture, fmha/mla dtype, kv dtype, gemm dtype)`.
+    pub fn slice(&self, key: &DsaKey) -> Option<&DsaSlice> {
+        self.slices.get(key)
     }
 
     /// Every slice by key, in key order.
