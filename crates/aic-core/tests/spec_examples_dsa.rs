@@ -24,6 +24,8 @@ const GLM_H100_SGLANG: &str = "dsa/GLM-5-FP8/h100_sxm/sglang/tp8-pp1-dp1-mtp1-ep
 const DSV32_B200_TRTLLM: &str = "dsa/DeepSeek-V3.2/b200_sxm/trtllm/tp8-pp1-dp1-mtp1-ep8/nextn1";
 const DSV32_NVFP4_B200_TRTLLM: &str = "dsa/DeepSeek-V3.2-NVFP4/b200_sxm/trtllm/tp8-pp1-dp1-mtp1-ep8";
 const DSV32_H200_VLLM: &str = "dsa/DeepSeek-V3.2/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";
+const GLM_H200_VLLM: &str = "dsa/GLM-5-FP8/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";
+const GLM_B200_VLLM: &str = "dsa/GLM-5-FP8/b200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";
 const DSV32_H100_VLLM: &str = "dsa/DeepSeek-V3.2/h100_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";
 
 /// The case's DSA op of a phase with `scale_factor` 1 and the given fields replaced.
@@ -174,6 +176,55 @@ fn buckets_and_head_counts() {
 }
 
 #[test]
+fn vllm_and_long_context_rows() {
+    // K5 / K7: h200 vllm GLM kv fp8 gemm bf16
+    let e = engine(GLM_H200_VLLM);
+    check("K5", ctx1(e, &dsa(GLM_H200_VLLM, true, &[]), 4, 3000, 0).latency_ms, "13.07649296875");
+    check("K7", gen1(e, &dsa(GLM_H200_VLLM, false, &[]), 64, 100000).latency_ms, "0.5179881744384766");
+    // K6: b200 vllm DeepSeek-V3.2 16 heads kv fp8 gemm nvfp4, with a prefix
+    let e = engine(GLM_B200_VLLM);
+    let k6 = dsa(
+        GLM_B200_VLLM,
+        true,
+        &[("architecture", json!("DeepseekV32ForCausalLM")), ("num_heads", json!(16)), ("gemm_quant_mode", json!("nvfp4"))],
+    );
+    check("K6", ctx1(e, &k6, 1, 8192, 4096).latency_ms, "5.681438605641001");
+    // K8: h100 trtllm DeepSeek-V3.2 16 heads kv bf16 fp8_block, S beyond the grid (hold)
+    let mut spec = case_spec(DSV32_H100_VLLM);
+    spec["engine"]["backend"] = json!("trtllm");
+    spec["engine"]["backend_version"] = json!("1.3.0rc20");
+    let e = Engine::from_spec(EngineSpec::from_json(&spec.to_string()).unwrap(), None).unwrap();
+    let k8 = dsa(DSV32_H100_VLLM, false, &[("kv_cache_dtype", json!("bfloat16")), ("gemm_quant_mode", json!("fp8_block"))]);
+    check("K8", gen1(&e, &k8, 1, 2000000).latency_ms, "1.361137582947537");
+}
+
+#[test]
+fn engine_buckets_and_binary_round_trip() {
+    // §6: the DSA ops are the attention buckets of a mixed step
+    let e = engine(GLM_B200_SGLANG_TP8);
+    let parts = e.mixed_step_breakdown(512, 128, 2048, 512, 256, 1.0, 1.0).unwrap();
+    check("mixed total", parts[0], "58.820054280921426");
+    check("mixed shared", parts[1], "31.755883216351908");
+    check("mixed ctx attention", parts[2], "17.4559125");
+    check("mixed gen attention", parts[3], "9.608258564569521");
+    // the wire variants survive the binary format
+    let spec = EngineSpec::from_json(&case_spec(GLM_B200_SGLANG_TP8).to_string()).unwrap();
+    assert_eq!(EngineSpec::from_bytes(&spec.to_bytes()).unwrap(), spec);
+    // decode-time defaults: cp_size 1, full_frac 1.0, no projection modes; index_topk required
+    let mut op = dsa(GLM_B200_SGLANG_TP8, true, &[]);
+    let inner = op["DsaContext"].as_object_mut().unwrap();
+    for key in ["cp_size", "full_frac", "attn_projection_quant_modes"] {
+        inner.remove(key);
+    }
+    let parsed: aic_core::Op = serde_json::from_value(op.clone()).unwrap();
+    let aic_core::Op::DsaContext(d) = parsed else { panic!("not a DsaContext") };
+    assert_eq!((d.cp_size, d.full_frac, d.attn_projection_quant_modes), (1, 1.0, None));
+    op["DsaContext"].as_object_mut().unwrap().remove("index_topk");
+    let err = serde_json::from_value::<aic_core::Op>(op).unwrap_err().to_string();
+    assert!(err.contains("missing field `index_topk`"), "{err}");
+}
+
+#[test]
 fn duplicate_rows_last_wins_within_a_file() {
     let e = engine(GLM_H100_SGLANG);
     let fields = [
@@ -249,7 +300,6 @@ fn empirical_variants() {
     let e = engine_in(DSV32_H200_VLLM, "EMPIRICAL");
     let ctx = dsa(DSV32_H200_VLLM, true, &[]);
     check("E6", ctx1(e, &ctx, 1, 100000, 0).latency_ms, "357.73698095609524");
-    let _ = DSV32_H100_VLLM;
     // E8: no key, not GLM → the error names the (n, s + p, b) query
     for mode in ["EMPIRICAL", "HYBRID"] {
         let e = engine_in(GLM_H200_TRTLLM, mode);
@@ -261,7 +311,18 @@ fn empirical_variants() {
         let err = ctx1_err(e, &glm, 1, 1024, 0);
         assert!(err.to_string().contains("query=[8.0, 0.0, 1024.0, 1.0]"), "{err}");
     }
-    let _ = DSV32_B200_TRTLLM;
+}
+
+#[test]
+fn empirical_inside_the_sglang_prefix_range() {
+    // E7: h100 sglang, DeepSeek-V3.2 16 heads kv fp8 fp8_block, p inside the prefix range
+    let e = engine_in(GLM_H100_SGLANG, "EMPIRICAL");
+    let op = dsa(
+        GLM_H100_SGLANG,
+        true,
+        &[("architecture", json!("DeepseekV32ForCausalLM")), ("num_heads", json!(16)), ("gemm_quant_mode", json!("fp8_block"))],
+    );
+    check("E7", ctx1(e, &op, 4, 512, 200000).latency_ms, "9.471976717084411");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +353,27 @@ fn context_parallel_composition() {
     // the base's key miss precedes the isl error
     let miss = with(&op(4), &[("gemm_quant_mode", json!("nvfp4"))]);
     check_perf_miss(&ctx1_err(e, &miss, 1, 32768, 0), "context DSA module data missing for DsaKey");
+    let fmha = with(&op(4), &[("fmha_quant_mode", json!("fp8"))]);
+    check_perf_miss(&ctx1_err(e, &fmha, 1, 32768, 0), "fmha_quant: \"fp8\"");
+    // h200 (kv fp8, gemm fp8_block), cp 2 / 4 / 8
+    let h = engine(GLM_H200_SGLANG_ADP8);
+    let hop = |cp: u32| dsa(GLM_H200_SGLANG_ADP8, true, &[("cp_size", json!(cp)), ("gemm_quant_mode", json!("fp8_block"))]);
+    check("h200 CP2", ctx1(h, &hop(2), 1, 4096, 512).latency_ms, "2.42255775");
+    check("h200 CP4", ctx1(h, &hop(4), 1, 4096, 512).latency_ms, "1.05479175");
+    check("h200 CP8", ctx1(h, &hop(8), 1, 4096, 512).latency_ms, "1.06706025");
+    // order of checks: the sparse tables precede the FLOPS (nvfp4 on h200) ...
+    let dsv = with(&hop(2), &[("architecture", json!("DeepseekV32ForCausalLM")), ("num_heads", json!(16)), ("gemm_quant_mode", json!("nvfp4"))]);
+    check_perf_miss(&ctx1_err(h, &dsv, 1, 1024, 0), "for DeepseekV32ForCausalLM (num_heads=16); collect dsv32_mqa_logits/dsv32_topk first.");
+    let glm8 = with(&hop(2), &[("num_heads", json!(8)), ("gemm_quant_mode", json!("nvfp4"))]);
+    check_perf_miss(&ctx1_err(h, &glm8, 1, 4096, 0), "(num_heads=8)");
+    // ... and with the 64-head sparse tables present the base resolves the FLOPS
+    let glm64 = with(&hop(2), &[("gemm_quant_mode", json!("nvfp4"))]);
+    assert_eq!(ctx1_err(h, &glm64, 1, 4096, 0).class(), ErrorClass::MissingSystemFlops);
+    // SOL_FULL refuses CP
+    let json = Value::Array(vec![op(4)]).to_string();
+    let err = e.evaluate_ops_sol_json(&json, true, 1, 8192, 0, 1.0, None).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Value);
+    assert!(err.to_string().contains("DSA context SOL_FULL decomposition is not supported for cp_size=4"), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------------
