@@ -21,7 +21,6 @@ const GLM_H200_TRTLLM_KVBF16: &str = "dsa/GLM-5-FP8/h200_sxm/trtllm/tp8-pp1-dp1-
 const GLM_H200_TRTLLM: &str = "dsa/GLM-5-FP8/h200_sxm/trtllm/tp8-pp1-dp1-mtp1-ep8";
 const GLM_H200_SGLANG_ADP8: &str = "dsa/GLM-5-FP8/h200_sxm/sglang/tp1-pp1-dp8-mtp1-ep8";
 const GLM_H100_SGLANG: &str = "dsa/GLM-5-FP8/h100_sxm/sglang/tp8-pp1-dp1-mtp1-ep8";
-const DSV32_B200_TRTLLM: &str = "dsa/DeepSeek-V3.2/b200_sxm/trtllm/tp8-pp1-dp1-mtp1-ep8/nextn1";
 const DSV32_NVFP4_B200_TRTLLM: &str = "dsa/DeepSeek-V3.2-NVFP4/b200_sxm/trtllm/tp8-pp1-dp1-mtp1-ep8";
 const DSV32_H200_VLLM: &str = "dsa/DeepSeek-V3.2/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";
 const GLM_H200_VLLM: &str = "dsa/GLM-5-FP8/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8";

@@ -175,6 +175,9 @@ pub fn full_frac(layers: u32, freq: Option<i64>, pattern: Option<&str>, offset: 
     full as f64 / f64::from(layers)
 }
 
+/// A SOL callback over sample coordinates.
+type SolFn<'a> = Box<dyn Fn(&[f64]) -> f64 + 'a>;
+
 /// A coordinate of the resolver as an integer count.
 #[inline]
 fn count(v: f64) -> u64 {
@@ -311,7 +314,7 @@ impl DsaEval {
             };
             let interp = pk.len() >= 2 && pk.first().is_some_and(|&lo| lo <= p) && pk.last().is_some_and(|&hi| p <= hi);
             let points = grid.map(|g| g.points().collect::<Vec<_>>()).unwrap_or_default();
-            let (query, sol): (Vec<f64>, Box<dyn Fn(&[f64]) -> f64 + '_>) = if has_prefix && (interp || !pk.contains(&0)) {
+            let (query, sol): (Vec<f64>, SolFn<'_>) = if has_prefix && (interp || !pk.contains(&0)) {
                 if exact {
                     for (c, l) in points.iter().filter(|(c, _)| c[0] == n) {
                         coords.extend_from_slice(&c[1..]);
@@ -388,6 +391,7 @@ impl DsaEval {
     }
 
     /// One part in a non-SOL database mode.
+    #[allow(clippy::too_many_arguments)]
     fn part(&self, mode: DatabaseMode, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
         by_mode(
             mode,
