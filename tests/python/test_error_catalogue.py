@@ -126,6 +126,11 @@ CASES = [
     Case("config-architecture-not-implemented", "shipped Qwen3-VL MoE config (an architecture aic does not build yet)",
          UnsupportedArchitectureError, "Qwen3VLMoeForConditionalGeneration",
          lambda s: compile_engine("Qwen/Qwen3-VL-30B-A3B-Instruct", "h200_sxm", "vllm", tp_size=4, moe_tp_size=4)),
+    Case("config-dsa-key-missing", "GLM-5 config without `index_topk`", KeyError,
+         "index_topk: the model config lacks this key",
+         lambda s: compile_engine(s.config_dir({k: v for k, v in json.loads(
+             (MODEL_CONFIGS / "zai-org--GLM-5-FP8_config.json").read_text()).items() if k != "index_topk"}),
+             "b200_sxm", "trtllm", tp_size=8, moe_ep_size=8)),
     Case("config-missing-field", "config without `hidden_size`", ValueError,
          "lacks the required field 'hidden_size'",
          lambda s: compile_engine(s.qwen3_8b(hidden_size=None), "h200_sxm", "vllm")),

@@ -118,7 +118,9 @@ def test_load_warnings_of_shipped_mla_engine():
     assert warnings and all(set(w) == WARNING_KEYS for w in warnings)
     low = [w for w in warnings if w["kind"] == "low_fidelity_rows"]
     assert {w["table"] for w in low} >= {"mla_context_module_perf.parquet"}
-    assert all("mla/trtllm/1.3.0rc20" in w["path"] for w in low)
+    # the database is shared by every engine of its identity in the process, so tables other
+    # tests loaded (e.g. the DSA modules' trtllm cross fill) may add their own warnings
+    assert all("mla/trtllm/1.3.0rc20" in w["path"] for w in low if w["table"].startswith("mla_"))
     assert all("low-fidelity" in w["message"] for w in low)
 
 

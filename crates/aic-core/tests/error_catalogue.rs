@@ -155,6 +155,30 @@ fn spec_with_gemm_scale(value: f64) -> EngineSpec {
     spec
 }
 
+/// A one-op list holding a GLM-5 DSA op (`DsaContext` / `DsaGeneration`) with `extra` fields
+/// replaced.
+fn dsa_ops(variant: &str, extra: Value) -> String {
+    let mut op = json!({
+        "name": "attention", "scale_factor": 1.0, "num_heads": 8, "kv_cache_dtype": "fp8",
+        "fmha_quant_mode": "bfloat16", "gemm_quant_mode": "bfloat16",
+        "architecture": "GlmMoeDsaForCausalLM", "index_topk": 2048
+    });
+    for (k, v) in extra.as_object().expect("object of fields") {
+        op[k] = v.clone();
+    }
+    json!([{ variant: op }]).to_string()
+}
+
+/// The example engine moved to another system / backend / version, in a database mode.
+fn dsa_engine(system: &str, backend: &str, version: &str, mode: &str) -> aic_core::Result<Engine> {
+    let mut spec = example_spec_value();
+    spec["engine"]["system_name"] = json!(system);
+    spec["engine"]["backend"] = json!(backend);
+    spec["engine"]["backend_version"] = json!(version);
+    spec["engine"]["database_mode"] = json!(mode);
+    engine_from_value(&spec)
+}
+
 fn cases() -> Vec<Case> {
     vec![
         // ---- spec bytes -------------------------------------------------------------------
@@ -852,6 +876,92 @@ fn cases() -> Vec<Case> {
                 spec.engine.database_mode = aic_core::DatabaseMode::Sol;
                 let engine = Engine::from_spec(spec, Some(&shipped_systems()))?;
                 ignore(engine.evaluate_ops_json(ops, true, 1, 128, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-context-key-missing",
+            input: "a `DsaContext` whose (architecture, fmha, kv, gemm) key the DSA table lacks",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "context DSA module data missing for DsaKey { architecture: \"GlmMoeDsaForCausalLM\"",
+            run: || {
+                let ops = dsa_ops("DsaContext", json!({"gemm_quant_mode": "fp8"}));
+                ignore(shipped_engine().evaluate_ops_json(&ops, true, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-generation-key-missing",
+            input: "a `DsaGeneration` whose key the DSA table lacks",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "generation DSA module data missing for DsaKey {",
+            run: || {
+                let ops = dsa_ops("DsaGeneration", json!({"gemm_quant_mode": "fp8"}));
+                ignore(shipped_engine().evaluate_ops_json(&ops, false, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-table-missing",
+            input: "every source of the DSA generation table deleted",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "no DSA module rows loaded from 1 source(s)",
+            run: || {
+                let root = ShadowRoot::new("dsa-table-missing");
+                for version in ["vllm/0.24.0", "trtllm/1.3.0rc23", "trtllm/1.3.0rc20"] {
+                    root.remove(&format!("data/h200_sxm/sparse_attention/{version}/dsa_generation_module_perf.parquet"));
+                }
+                let ops = dsa_ops("DsaGeneration", json!({}));
+                ignore(root.engine(example_spec())?.evaluate_ops_json(&ops, false, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-empirical-no-data",
+            input: "a DeepSeek-V3.2 `DsaContext` without a table key, EMPIRICAL mode",
+            variant: "EmpiricalNotImplemented",
+            class: ErrorClass::EmpiricalNotImplemented,
+            fragment: "No empirical utilisation data to estimate this op at query=[16.0, 1024.0, 1.0]",
+            run: || {
+                let ops = dsa_ops(
+                    "DsaContext",
+                    json!({"architecture": "DeepseekV32ForCausalLM", "num_heads": 16, "gemm_quant_mode": "fp8"}),
+                );
+                let engine = dsa_engine("h200_sxm", "vllm", "0.24.0", "EMPIRICAL")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-cp-sparse-tables-missing",
+            input: "a `DsaContext` with `cp_size` 2 on a database without the CP sparse tables",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "DSA CP modeling needs sparse tables ['mqa', 'topk_last', 'topk_flat'] for GlmMoeDsaForCausalLM (num_heads=8)",
+            run: || {
+                let ops = dsa_ops("DsaContext", json!({"cp_size": 2}));
+                ignore(shipped_engine().evaluate_ops_json(&ops, true, 1, 4096, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-cp-isl-beyond-grid",
+            input: "a `DsaContext` with `cp_size` 4 at an isl beyond the sparse tables (b200 sglang)",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "DSA CP: isl=32768 exceeds the collected sparse-kernel grid (max isl=16384)",
+            run: || {
+                let ops = dsa_ops("DsaContext", json!({"num_heads": 64, "cp_size": 4}));
+                let engine = dsa_engine("b200_sxm", "sglang", "0.5.14", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 32768, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsa-cp-sol-split",
+            input: "the SOL decomposition of a `DsaContext` with `cp_size` 4",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "DSA context SOL_FULL decomposition is not supported for cp_size=4",
+            run: || {
+                let ops = dsa_ops("DsaContext", json!({"num_heads": 64, "cp_size": 4}));
+                ignore(shipped_engine().evaluate_ops_sol_json(&ops, true, 1, 8192, 0, 1.0, None))
             },
         },
         Case {

@@ -3,7 +3,8 @@
 A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` where ``model`` is a
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
-LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``).
+LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``),
+DEEPSEEKV32 (spec 32, ``deepseekv32``).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ _BUILDERS: dict[str, str] = {
     "MOE": "moe",
     "DEEPSEEK": "deepseek",
     "KIMIK25": "deepseek",
+    "DEEPSEEKV32": "deepseekv32",
 }
 
 

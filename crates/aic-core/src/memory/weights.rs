@@ -1,7 +1,7 @@
 //! Structural weight bytes (spec 41 §2): per op from its shape and quant width, never from
 //! perf tables; per model as the context op list's sum divided by the pipeline stages.
 
-use crate::spec::{EngineSpec, MoeOp, Op};
+use crate::spec::{DsaOp, EngineSpec, MoeOp, Op};
 
 /// Weight bytes of a routed-expert op: `floor(floor(H·I·E·m·g / ep) / tp) · sf`.
 fn moe_weight_bytes(o: &MoeOp) -> f64 {
@@ -12,6 +12,28 @@ fn moe_weight_bytes(o: &MoeOp) -> f64 {
         * o.quant_mode.bytes_per_elem()
         * gates;
     ((elems / o.moe_ep_size as f64).floor() / o.moe_tp_size as f64).floor() * o.scale_factor
+}
+
+/// Weight bytes of a DSA attention block (spec 32 §7.1): each projection group at its own
+/// quant width (`attn_projection_quant_modes`, else the op's gemm mode), times `scale_factor`.
+fn dsa_weight_bytes(o: &DsaOp) -> f64 {
+    let d = crate::ops::DsaDims::of(&o.architecture);
+    let nh = u128::from(o.num_heads);
+    let qk = d.qk_nope + d.qk_rope;
+    let q = d.h * d.q_lora + d.q_lora * nh * qk;
+    let kv = d.h * (d.kv_lora + d.qk_rope) + d.kv_lora * nh * (d.qk_nope + d.v);
+    let out = nh * d.v * d.h;
+    let idx = d.q_lora * (d.ihd * d.inh) + d.h * d.inh;
+    let g = o.gemm_quant_mode;
+    let (aq, akv, ao, aidx) = match &o.attn_projection_quant_modes {
+        Some(m) => (m.q, m.kv, m.o, m.indexer),
+        None => (g, g, g, g),
+    };
+    (q as f64 * aq.bytes_per_elem()
+        + kv as f64 * akv.bytes_per_elem()
+        + out as f64 * ao.bytes_per_elem()
+        + idx as f64 * aidx.bytes_per_elem())
+        * o.scale_factor
 }
 
 /// Weight bytes one op holds on one GPU, times its `scale_factor` (spec 41 §2.1).
@@ -25,6 +47,7 @@ pub fn op_weight_bytes(op: &Op) -> f64 {
                 * o.scale_factor
         }
         Op::Moe(o) => moe_weight_bytes(o),
+        Op::DsaContext(o) | Op::DsaGeneration(o) => dsa_weight_bytes(o),
         Op::Fallback(o) => {
             let primary = op_weight_bytes(&o.primary);
             if primary > 0.0 {

@@ -6,6 +6,7 @@
 mod attention;
 mod comm;
 mod composite;
+mod dsa;
 mod empirical;
 mod gemm;
 mod memory;
@@ -22,6 +23,7 @@ use crate::spec::{DatabaseMode, Op};
 pub use attention::{ContextAttentionEval, GenerationAttentionEval};
 pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
 pub use composite::{FallbackEval, OverlapEval};
+pub use dsa::{context_roofline, full_frac, generation_roofline, DsaDims, DsaEval, DsaRates};
 pub use gemm::GemmEval;
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
@@ -216,6 +218,7 @@ pub enum CompiledOp {
     MlaModule(MlaModuleEval),
     Overlap(OverlapEval),
     Fallback(FallbackEval),
+    Dsa(DsaEval),
 }
 
 impl CompiledOp {
@@ -241,6 +244,8 @@ impl CompiledOp {
             Op::MlaModuleGeneration(o) => CompiledOp::MlaModule(MlaModuleEval::compile(o, false, db)),
             Op::Overlap(o) => CompiledOp::Overlap(OverlapEval::compile(o, db)),
             Op::Fallback(o) => CompiledOp::Fallback(FallbackEval::compile(o, db)),
+            Op::DsaContext(o) => CompiledOp::Dsa(DsaEval::compile(o, true, db)),
+            Op::DsaGeneration(o) => CompiledOp::Dsa(DsaEval::compile(o, false, db)),
         }
     }
 
@@ -263,6 +268,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => &o.name,
             CompiledOp::Overlap(o) => &o.name,
             CompiledOp::Fallback(o) => &o.name,
+            CompiledOp::Dsa(o) => &o.name,
         }
     }
 
@@ -285,6 +291,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => o.eval(shape),
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
+            CompiledOp::Dsa(o) => o.eval(shape),
         }
     }
 
@@ -311,6 +318,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => o.sol_split(shape),
             CompiledOp::Overlap(o) => sol_split::undecomposed(&o.name, "Overlap", o.eval(shape)?),
             CompiledOp::Fallback(o) => o.sol_split(shape),
+            CompiledOp::Dsa(o) => o.sol_split(shape),
         }
     }
 }

@@ -245,6 +245,39 @@ pub struct MlaModuleOp {
     pub native_num_heads: Option<u32>,
 }
 
+fn unit_frac() -> f64 {
+    1.0
+}
+
+/// Per-projection GEMM modes of a DSA attention block (weight accounting only, spec 32 §2.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DsaProjectionQuant {
+    pub q: GemmQuant,
+    pub kv: GemmQuant,
+    pub o: GemmQuant,
+    pub indexer: GemmQuant,
+}
+
+/// DeepSeek Sparse Attention module (projections, indexer, top-k sparse MLA, o_proj) as one
+/// op, context (`DsaContext`) or generation (`DsaGeneration`) (spec 32 §3.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DsaOp {
+    pub name: String,
+    pub scale_factor: f64,
+    pub num_heads: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    pub gemm_quant_mode: GemmQuant,
+    pub architecture: String,
+    pub index_topk: u32,
+    #[serde(default = "one")]
+    pub cp_size: u32,
+    #[serde(default = "unit_frac")]
+    pub full_frac: f64,
+    #[serde(default)]
+    pub attn_projection_quant_modes: Option<DsaProjectionQuant>,
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "OverlapOpWire")]
@@ -364,6 +397,8 @@ pub enum Op {
     MlaModuleGeneration(MlaModuleOp),
     Overlap(OverlapOp),
     Fallback(FallbackOp),
+    DsaContext(DsaOp),
+    DsaGeneration(DsaOp),
 }
 
 impl Op {
@@ -409,6 +444,9 @@ impl Op {
             Op::GenerationMla(o) => scale(o.scale_factor),
             Op::MlaBmm(o) => scale(o.scale_factor),
             Op::MlaModuleContext(o) | Op::MlaModuleGeneration(o) => scale(o.scale_factor),
+            Op::DsaContext(o) | Op::DsaGeneration(o) => {
+                vec![("scale_factor", o.scale_factor), ("full_frac", o.full_frac)]
+            }
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
@@ -433,6 +471,7 @@ impl Op {
             Op::MlaModuleGeneration(o) => &o.name,
             Op::Overlap(o) => &o.name,
             Op::Fallback(o) => &o.name,
+            Op::DsaContext(o) | Op::DsaGeneration(o) => &o.name,
         }
     }
 }

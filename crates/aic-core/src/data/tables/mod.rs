@@ -4,6 +4,7 @@
 
 mod attention;
 mod comm;
+mod dsa;
 mod gemm;
 mod mla;
 mod moe;
@@ -12,6 +13,10 @@ mod views;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
+pub use dsa::{
+    dsa_buckets, is_no_dsa_rows, nearest_entry, DsaBucket, DsaKey, DsaModuleTable, DsaPart, DsaSlice, DsaTables, ModuleRows,
+    SparseKernel, SparseKernelTable, SparseKernelTables,
+};
 pub use gemm::GemmTable;
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
@@ -52,6 +57,7 @@ pub struct PerfDatabase {
     generation_mla_module: OnceLock<Result<Arc<MlaModuleTable>>>,
     mla_bmm: OnceLock<Result<Arc<MlaBmmTable>>>,
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
+    dsa: DsaTables,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -123,6 +129,7 @@ impl PerfDatabase {
             generation_mla_module: OnceLock::new(),
             mla_bmm: OnceLock::new(),
             scale_matrix: OnceLock::new(),
+            dsa: DsaTables::default(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -207,6 +214,11 @@ impl PerfDatabase {
             QuantizeKernel::ScaleMatrix => &self.scale_matrix,
         };
         cell.get_or_init(|| QuantizeTable::load(&self.resolver, kernel).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The sparse-attention (DSA) tables, loaded on first use.
+    pub fn dsa(&self) -> &DsaTables {
+        &self.dsa
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
