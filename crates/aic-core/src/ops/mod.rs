@@ -7,6 +7,7 @@ mod attention;
 mod comm;
 mod composite;
 mod empirical;
+mod gdn;
 mod gemm;
 mod memory;
 mod mla;
@@ -22,6 +23,7 @@ use crate::spec::{DatabaseMode, Op};
 pub use attention::{ContextAttentionEval, GenerationAttentionEval};
 pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
 pub use composite::{FallbackEval, OverlapEval};
+pub use gdn::{gdn_sol_ms, GdnEval};
 pub use gemm::GemmEval;
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
@@ -216,6 +218,7 @@ pub enum CompiledOp {
     MlaModule(MlaModuleEval),
     Overlap(OverlapEval),
     Fallback(FallbackEval),
+    Gdn(GdnEval),
 }
 
 impl CompiledOp {
@@ -241,6 +244,7 @@ impl CompiledOp {
             Op::MlaModuleGeneration(o) => CompiledOp::MlaModule(MlaModuleEval::compile(o, false, db)),
             Op::Overlap(o) => CompiledOp::Overlap(OverlapEval::compile(o, db)),
             Op::Fallback(o) => CompiledOp::Fallback(FallbackEval::compile(o, db)),
+            Op::Gdn(o) => CompiledOp::Gdn(GdnEval::compile(o, db)),
         }
     }
 
@@ -263,6 +267,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => &o.name,
             CompiledOp::Overlap(o) => &o.name,
             CompiledOp::Fallback(o) => &o.name,
+            CompiledOp::Gdn(o) => &o.name,
         }
     }
 
@@ -285,6 +290,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => o.eval(shape),
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
+            CompiledOp::Gdn(o) => o.eval(shape),
         }
     }
 
@@ -311,6 +317,7 @@ impl CompiledOp {
             CompiledOp::MlaModule(o) => o.sol_split(shape),
             CompiledOp::Overlap(o) => sol_split::undecomposed(&o.name, "Overlap", o.eval(shape)?),
             CompiledOp::Fallback(o) => o.sol_split(shape),
+            CompiledOp::Gdn(o) => o.sol_split(shape),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod attention;
 mod comm;
+mod gdn;
 mod gemm;
 mod mla;
 mod moe;
@@ -12,6 +13,7 @@ mod views;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
+pub use gdn::{normalise_gdn_kernel, GdnKey, GdnTable, GDN_RECURRENCE_KERNEL, GDN_TABLE};
 pub use gemm::GemmTable;
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
@@ -51,6 +53,7 @@ pub struct PerfDatabase {
     generation_mla_module: OnceLock<Result<Arc<MlaModuleTable>>>,
     mla_bmm: OnceLock<Result<Arc<MlaBmmTable>>>,
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
+    gdn: OnceLock<Result<Arc<GdnTable>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -121,6 +124,7 @@ impl PerfDatabase {
             generation_mla_module: OnceLock::new(),
             mla_bmm: OnceLock::new(),
             scale_matrix: OnceLock::new(),
+            gdn: OnceLock::new(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -199,6 +203,11 @@ impl PerfDatabase {
             QuantizeKernel::ScaleMatrix => &self.scale_matrix,
         };
         cell.get_or_init(|| QuantizeTable::load(&self.resolver, kernel).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The Gated-DeltaNet kernel table (spec 31 §6).
+    pub fn gdn(&self) -> Result<&Arc<GdnTable>> {
+        self.gdn.get_or_init(|| GdnTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
