@@ -215,3 +215,9 @@ fn edge_silicon_goldens_match_reference() {
 fn edge_database_modes_match_reference() {
     assert_family("edge.json", |c| !silicon(c), 850);
 }
+
+/// Qwen3.5 / Qwen3.6 Gated-DeltaNet hybrids (spec 31), every database mode.
+#[test]
+fn qwen35_goldens_match_reference() {
+    assert_family("qwen35.json", |_| true, 1000);
+}
