@@ -165,7 +165,8 @@ def compile_report(
     # 6. quant resolution
     quant: QuantModes = resolve_quant(model, backend, overrides)
     # 7. parallel validation
-    par = resolve_parallel(sizes, moe=model.family in families.MOE_FAMILIES)
+    # The MoE width rule applies to models with experts only (QWEN35 has dense members).
+    par = resolve_parallel(sizes, moe=model.family in families.MOE_FAMILIES and model.num_experts > 0)
     # 8. family op lists
     ctx = BuildContext(
         backend=backend,

@@ -101,7 +101,20 @@ def model_facts(model: ModelConfig) -> dict:
         "moe_intermediate_size": _first_pos(cfg, ("moe_intermediate_size",)),
         "torch_dtype": dtype,
         "sliding_window": _sliding_window(cfg, model.num_layers),
+        "gdn": _gdn_facts(model),
     }
+
+
+def _gdn_facts(model: ModelConfig) -> dict | None:
+    """The Gated-DeltaNet geometry of a QWEN35 model (its recurrent state, spec 31 §9.2)."""
+    if model.family != "QWEN35":
+        return None
+    from .families.qwen35 import gdn_geometry
+
+    g = gdn_geometry(model)
+    return {"linear_layers": g["NL"], "full_layers": g["NF"], "num_k_heads": g["nk"],
+            "head_k_dim": g["hk"], "num_v_heads": g["nv"], "head_v_dim": g["hv"],
+            "conv_kernel": g["dc"], "ssm_dtype": g["ssm"]}
 
 
 def _request(backend: str, max_num_tokens, max_batch_size, kind, value,

@@ -29,11 +29,11 @@ def elementwise(name: str, scale: float, dim_in: int, dim_out: int) -> dict:
 
 
 def gemm(name: str, scale: float, n: int, k: int, quant_mode: str, *,
-         low_precision_input: bool = False) -> dict:
+         low_precision_input: bool = False, below_grid_sol: bool = False) -> dict:
     return {"Gemm": {
         "name": name, "scale_factor": _f(scale), "n": int(n), "k": int(k), "quant_mode": quant_mode,
         "scale_num_tokens": 1, "low_precision_input": bool(low_precision_input), "seq_split": 1,
-        "below_grid_sol": False,
+        "below_grid_sol": bool(below_grid_sol),
     }}
 
 
@@ -93,15 +93,31 @@ def moe(name: str, scale: float, hidden_size: int, inter_size: int, topk: int, n
 
 def moe_dispatch(name: str, scale: float, hidden_size: int, topk: int, num_experts: int,
                  moe_tp_size: int, moe_ep_size: int, attention_dp_size: int, pre_dispatch: bool,
-                 backend: str, moe_quant: str, *, is_context: bool) -> dict:
+                 backend: str, moe_quant: str, *, is_context: bool, attn_ar_modeled: bool = False,
+                 sms: int = 12, scale_num_tokens: int = 1) -> dict:
+    """``attn_ar_modeled``: the attention all-reduce is its own op (vLLM then drops it from the
+    pre-dispatch); ``sms`` and ``scale_num_tokens`` are carried but not read by the engine."""
     flavor = "TrtllmAlltoall" if backend == "trtllm" else "CustomAllReduce"
     return {"MoeDispatch": {
         "name": name, "scale_factor": _f(scale), "hidden_size": int(hidden_size), "topk": int(topk),
         "num_experts": int(num_experts), "moe_tp_size": int(moe_tp_size),
         "moe_ep_size": int(moe_ep_size), "attention_dp_size": int(attention_dp_size),
-        "pre_dispatch": bool(pre_dispatch), "attn_ar_modeled": False, "backend": backend,
-        "flavor": flavor, "comm_quant": "half", "moe_quant": moe_quant, "attn_cp_size": 1,
-        "is_context": bool(is_context), "sms": 12, "scale_num_tokens": 1,
+        "pre_dispatch": bool(pre_dispatch), "attn_ar_modeled": bool(attn_ar_modeled),
+        "backend": backend, "flavor": flavor, "comm_quant": "half", "moe_quant": moe_quant,
+        "attn_cp_size": 1, "is_context": bool(is_context), "sms": int(sms),
+        "scale_num_tokens": int(scale_num_tokens),
+    }}
+
+
+def gdn(name: str, scale: float, kernel_source: str, phase: str, d_model: int, d_conv: int,
+        num_k_heads: int, head_k_dim: int, num_v_heads: int, head_v_dim: int,
+        mamba_ssm_dtype: str) -> dict:
+    """One Gated-DeltaNet kernel (spec 31 §4.6); head counts are the per-TP shard's."""
+    return {"Gdn": {
+        "name": name, "scale_factor": _f(scale), "kernel_source": kernel_source, "phase": phase,
+        "d_model": int(d_model), "d_conv": int(d_conv), "num_k_heads": int(num_k_heads),
+        "head_k_dim": int(head_k_dim), "num_v_heads": int(num_v_heads),
+        "head_v_dim": int(head_v_dim), "mamba_ssm_dtype": mamba_ssm_dtype,
     }}
 
 

@@ -50,6 +50,16 @@ class Scratch:
             (folder / "hf_quant_config.json").write_text(quant, encoding="utf-8")
         return str(folder)
 
+    def qwen35_27b(self, **changes) -> str:
+        """The shipped Qwen3.5-27B config with ``text_config`` fields changed (``None`` deletes)."""
+        config = json.loads((MODEL_CONFIGS / "Qwen--Qwen3.5-27B_config.json").read_text())
+        for key, value in changes.items():
+            if value is None:
+                config["text_config"].pop(key, None)
+            else:
+                config["text_config"][key] = value
+        return self.config_dir(config)
+
     def qwen3_8b(self, **changes) -> str:
         """The shipped Qwen3-8B config with fields changed (``None`` deletes a field)."""
         config = json.loads((MODEL_CONFIGS / "Qwen--Qwen3-8B_config.json").read_text())
@@ -181,6 +191,19 @@ CASES = [
          lambda s: compile_engine("Qwen/Qwen3-30B-A3B", "h200_sxm", "vllm", tp_size=2, moe_ep_size=4)),
     Case("parallel-nextn-negative", "`nextn=-1`", ValueError, "nextn (-1) must be >= 0.",
          lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", nextn=-1)),
+    Case("qwen35-gdn-heads", "Qwen3.5-27B at `tp_size=3` (48 GDN value heads, 16 key heads)", ValueError,
+         "Qwen3.5 GDN head counts must both be divisible by tensor parallel size",
+         lambda s: compile_engine("Qwen/Qwen3.5-27B", "h200_sxm", "vllm", tp_size=3)),
+    Case("qwen35-experts-vs-ep", "Qwen3.5-35B-A3B (256 experts) at `attention_dp_size=512`, `moe_ep_size=512`",
+         ValueError, "moe_ep_size 512 exceeds the model's 256 experts",
+         lambda s: compile_engine("Qwen/Qwen3.5-35B-A3B", "h200_sxm", "vllm", attention_dp_size=512,
+                                  moe_ep_size=512)),
+    Case("qwen35-layer-types-length", "Qwen3.5 config whose `layer_types` lists 3 of 64 layers", ValueError,
+         "Qwen3.5 layer_types length 3 != num_hidden_layers 64",
+         lambda s: compile_engine(s.qwen35_27b(layer_types=["linear_attention"] * 3), "h200_sxm", "vllm")),
+    Case("qwen35-missing-gdn-field", "Qwen3.5 config without `linear_num_key_heads`", ValueError,
+         "'linear_num_key_heads'",
+         lambda s: compile_engine(s.qwen35_27b(linear_num_key_heads=None), "h200_sxm", "vllm")),
     # ---- deployment names -------------------------------------------------------------------
     Case("compile-unknown-system", "system `h300_sxm`", ValueError, "'h300_sxm'",
          lambda s: compile_engine("Qwen/Qwen3-8B", "h300_sxm", "vllm")),

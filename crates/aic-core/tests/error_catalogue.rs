@@ -747,6 +747,23 @@ fn cases() -> Vec<Case> {
         },
         // ---- estimate arguments -------------------------------------------------------------
         Case {
+            id: "memory-qwen35-without-gdn-facts",
+            input: "KV-cache estimate of a `QWEN35` model whose facts lack the Gated-DeltaNet geometry",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "KV-cache model for family QWEN35 needs the Gated-DeltaNet facts",
+            run: || {
+                let spec = example_spec();
+                let facts: aic_core::memory::ModelFacts = serde_json::from_value(json!({
+                    "architecture": "Qwen3_5ForConditionalGeneration", "family": "QWEN35", "num_layers": 64,
+                    "hidden_size": 5120, "num_attention_heads": 24, "num_key_value_heads": 4, "head_dim": 256}))
+                .unwrap();
+                let system = SystemSpec::load(&shipped_systems(), "h200_sxm")?;
+                let request = aic_core::memory::KvCacheRequest::new(8192, 256, aic_core::memory::MemoryFraction::OfTotal(0.9));
+                ignore(aic_core::memory::estimate_kv_cache(&spec, &facts, &system, &request))
+            },
+        },
+        Case {
             id: "args-prefix-equals-isl",
             input: "prefill with `prefix` = `isl` = 128",
             variant: "InvalidConfig",

@@ -222,3 +222,9 @@ fn edge_database_modes_match_reference() {
 fn systems_goldens_match_reference() {
     assert_family("systems.json", |_| true, 1400);
 }
+
+/// Qwen3.5 / Qwen3.6 Gated-DeltaNet hybrids (spec 31), every database mode.
+#[test]
+fn qwen35_goldens_match_reference() {
+    assert_family("qwen35.json", |_| true, 1000);
+}

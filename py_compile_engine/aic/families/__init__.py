@@ -4,7 +4,7 @@ A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` w
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
 LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``),
-DEEPSEEKV32 (spec 32, ``deepseekv32``).
+DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``).
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ NESTED_TEXT_KEY: dict[str, str] = {
 #: ``use_qk_norm`` is not read from the config: it is true for exactly these (spec 30 §2.3).
 QK_NORM_ARCHS = frozenset({"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM"})
 
-#: MoE families (the MoE parallel rules of spec 30 §4 apply to them).
+#: MoE families (the MoE parallel rules of spec 30 §4 apply to their members with experts;
+#: QWEN35 has dense members, so the rules depend on the parsed model's expert count too).
 MOE_FAMILIES = frozenset(
     {"MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL_MOE", "HYBRIDMOE", "QWEN35", "GEMMA4MIX", "DEEPSEEKV32",
      "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7"}
@@ -86,6 +87,7 @@ _BUILDERS: dict[str, str] = {
     "DEEPSEEK": "deepseek",
     "KIMIK25": "deepseek",
     "DEEPSEEKV32": "deepseekv32",
+    "QWEN35": "qwen35",
 }
 
 

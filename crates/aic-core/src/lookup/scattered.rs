@@ -248,6 +248,10 @@ pub struct NeighbourOrder {
     order: Vec<(f64, usize)>,
     /// With a uniform `m` range, the (at most four) sites every query blends, chosen once.
     fixed: Option<([(f64, usize); 4], usize)>,
+    /// With a uniform `m` range, the miss every query gets when no site is within the distance
+    /// gate and the frontier waiver keeps none (e.g. a `below_grid_sol` GEMM with `n = 1`),
+    /// found once instead of by a walk over every site per query.
+    fixed_miss: Option<Miss>,
 }
 
 impl ScatteredSites {
@@ -294,6 +298,7 @@ impl ScatteredSites {
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let own = self.site_index.get(&(n, k)).copied();
         let mut fixed = None;
+        let mut fixed_miss = None;
         if own.is_none() && self.uniform_range {
             let mut chosen = [(0.0f64, 0usize); 4];
             let mut n_chosen = 0;
@@ -301,11 +306,31 @@ impl ScatteredSites {
                 chosen[n_chosen] = (d, i);
                 n_chosen += 1;
             }
+            if n_chosen == 0 {
+                // Every site is a candidate whatever `m` (all cover it, or none does), so the
+                // frontier waiver of `lookup_unknown` has one outcome for this shape.
+                let all: Vec<usize> = (0..self.sites.len()).collect();
+                let dist = |i: usize| {
+                    let s = &self.sites[i];
+                    let (dn, dk) = ((s.n as f64).log2() - ln, (s.k as f64).log2() - lk);
+                    (dn * dn + dk * dk).sqrt()
+                };
+                match self.frontier_waiver(&all, n, k, &dist) {
+                    Ok(mut kept) => {
+                        kept.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                        for &(d, i) in kept.iter().take(4) {
+                            chosen[n_chosen] = (d, i);
+                            n_chosen += 1;
+                        }
+                    }
+                    Err(miss) => fixed_miss = Some(miss),
+                }
+            }
             if n_chosen > 0 {
                 fixed = Some((chosen, n_chosen));
             }
         }
-        NeighbourOrder { n, k, own, order: if own.is_some() { Vec::new() } else { order }, fixed }
+        NeighbourOrder { n, k, own, order: if own.is_some() { Vec::new() } else { order }, fixed, fixed_miss }
     }
 
     fn any_covers(&self, m: f64) -> bool {
@@ -334,6 +359,9 @@ impl ScatteredSites {
         }
         if let Some((chosen, n_chosen)) = &order.fixed {
             return self.blend(m, n, k, &chosen[..*n_chosen], sol);
+        }
+        if let Some(miss) = order.fixed_miss {
+            return Err(miss);
         }
         let covering_only = self.any_covers(m);
         let mut chosen = [(0.0f64, 0usize); 4];
@@ -502,6 +530,31 @@ mod tests {
         // The site enumeration order is the first-seen walk, which differs.
         let sites: Vec<(u64, u64)> = s.sites().iter().map(|site| (site.n, site.k)).collect();
         assert_eq!(sites, vec![(6144, 5120), (5120, 6144), (5120, 5120)]);
+    }
+
+    /// Shapes with no site within the distance gate: the frontier-waiver outcome found once per
+    /// shape (a miss below the grid, a blend beyond one axis) equals the per-query walk.
+    #[test]
+    fn precomputed_waiver_matches_the_walk() {
+        let mut b = ScatteredSitesBuilder::new();
+        for &m in &[1u64, 4, 16, 64] {
+            for &(n, k) in &[(1024u64, 1024u64), (2048, 4096), (4096, 2048)] {
+                b.insert(m, n, k, Leaf::new(sol(m as f64, n as f64, k as f64) * 1.5, 0.0));
+            }
+        }
+        let s = b.build();
+        // n = 1 is below every site: a miss, whatever m.
+        let below = s.neighbour_order(1, 4096);
+        assert_eq!(below.fixed_miss, Some(Miss::NoSiteWithinDistance));
+        for m in [1.0, 10.0, 100.0] {
+            assert_eq!(s.lookup_ordered(m, &below, &sol), s.lookup_unknown(m, 1, 4096, &sol));
+        }
+        // n far above every site with k inside: the waiver keeps sites near k.
+        let beyond = s.neighbour_order(1 << 20, 2048);
+        assert!(beyond.fixed.is_some() && beyond.fixed_miss.is_none());
+        for m in [1.0, 10.0, 100.0] {
+            assert_eq!(s.lookup_ordered(m, &beyond, &sol), s.lookup_unknown(m, 1 << 20, 2048, &sol));
+        }
     }
 
     /// On a full-factorial table (one shared `m` axis, uniform range) the precomputed paths —

@@ -104,6 +104,41 @@ pub struct SlidingWindowSplit {
     pub global_layers: u64,
 }
 
+/// The Gated-DeltaNet geometry of a Qwen3.5 hybrid (spec 31 §1.2), for its recurrent state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GdnFacts {
+    /// Layers of type `linear_attention` (`NL`).
+    pub linear_layers: u64,
+    /// Layers of type `full_attention` (`NF`).
+    pub full_layers: u64,
+    /// `linear_num_key_heads` (unsharded).
+    pub num_k_heads: u64,
+    /// `linear_key_head_dim`.
+    pub head_k_dim: u64,
+    /// `linear_num_value_heads` (unsharded).
+    pub num_v_heads: u64,
+    /// `linear_value_head_dim`.
+    pub head_v_dim: u64,
+    /// `linear_conv_kernel_dim`.
+    pub conv_kernel: u64,
+    /// The resolved SSM state dtype (`float32`, `bfloat16` or `float16`).
+    pub ssm_dtype: String,
+}
+
+impl GdnFacts {
+    /// Bytes of one request's state on one GPU at attention TP `tp` (spec 31 §9.2):
+    /// `NL · ((nv // tp)·hk·hv·σ' + ((2·nk·hk + nv·hv) // tp)·(dc − 1)·2)`.
+    pub fn state_bytes(&self, tp: u64) -> u64 {
+        let tp = tp.max(1);
+        let sigma = if matches!(self.ssm_dtype.as_str(), "bfloat16" | "float16") { 2 } else { 4 };
+        let ssm = self.num_v_heads / tp * self.head_k_dim * self.head_v_dim * sigma;
+        let conv = (2 * self.num_k_heads * self.head_k_dim + self.num_v_heads * self.head_v_dim) / tp
+            * self.conv_kernel.saturating_sub(1)
+            * 2;
+        self.linear_layers * (ssm + conv)
+    }
+}
+
 /// Model facts the memory model reads (JSON from the Python front end, or
 /// [`ModelFacts::from_hf_config`]). Dimensions are the values the model object uses after
 /// normalisation; the naive-only fields may be absent for the native path.
@@ -158,6 +193,9 @@ pub struct ModelFacts {
     /// Sliding-window layer split (naive fallback only; `None` = no split).
     #[serde(default)]
     pub sliding_window: Option<SlidingWindowSplit>,
+    /// Gated-DeltaNet geometry (family `QWEN35` only).
+    #[serde(default)]
+    pub gdn: Option<GdnFacts>,
 }
 
 /// First positive integer among `keys` of a JSON object.
@@ -272,6 +310,7 @@ impl ModelFacts {
             moe_intermediate_size: first_pos(config, &["moe_intermediate_size"]),
             torch_dtype: dtype,
             sliding_window,
+            gdn: None,
         })
     }
 

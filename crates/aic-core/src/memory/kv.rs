@@ -28,11 +28,20 @@ pub enum KvCacheModel {
         /// The model's context length, returned by a saturated search.
         context_length: Option<u64>,
     },
+    /// Qwen3.5 hybrids (spec 31 §9.2): `L · per_token + state`, where only the full-attention
+    /// layers hold token-linear KV and the Gated-DeltaNet layers a constant recurrent state.
+    LinearPlusState {
+        /// Bytes per token of the full-attention layers, unfloored.
+        per_token: f64,
+        /// Constant bytes of one request's GDN state (SSM state + conv window).
+        state: f64,
+    },
 }
 
 impl KvCacheModel {
     /// Picks the family's rule (§3.1, §3.2, §3.3) for a KV dtype and an attention TP size.
-    /// Families whose curves spec 41 does not give numerically (Qwen3.5, Gemma-4, Step-3.7,
+    /// Qwen3.5 needs its GDN facts (spec 31 §9.2). Families whose curves spec 41 does not give
+    /// numerically (Gemma-4, Step-3.7,
     /// DeepSeek-V4, Kimi-K3) are an error.
     pub fn for_model(facts: &ModelFacts, kv: KvQuant, tp_size: u32) -> Result<KvCacheModel> {
         let m = kv.bytes_per_elem();
@@ -56,8 +65,20 @@ impl KvCacheModel {
                     per_token: layers * (lora * m + rope * 2.0 + idx),
                 })
             }
-            ModelFamily::Qwen35
-            | ModelFamily::Gemma4Mix
+            ModelFamily::Qwen35 => {
+                let g = facts.gdn.as_ref().ok_or_else(|| {
+                    AicError::value(
+                        "KV-cache model for family QWEN35 needs the Gated-DeltaNet facts (`gdn`: layer \
+                         counts and linear_* head geometry of the config's text_config); build the \
+                         facts with the Python front end (aic.memory.model_facts)",
+                    )
+                })?;
+                Ok(KvCacheModel::LinearPlusState {
+                    per_token: m * g.full_layers as f64 * 2.0 * kv_heads_per_rank * facts.head_dim as f64,
+                    state: g.state_bytes(tp) as f64,
+                })
+            }
+            ModelFamily::Gemma4Mix
             | ModelFamily::Step3p7
             | ModelFamily::DeepseekV4
             | ModelFamily::KimiK3 => Err(AicError::value(format!(
@@ -84,6 +105,7 @@ impl KvCacheModel {
         let l = seq_len as f64;
         match self {
             KvCacheModel::Linear { per_token } => l * per_token,
+            KvCacheModel::LinearPlusState { per_token, state } => l * per_token + state,
             KvCacheModel::GptOss {
                 per_layer_token,
                 window_layers,
@@ -106,6 +128,14 @@ impl KvCacheModel {
     pub fn tokens_from_bytes(&self, budget: f64) -> u64 {
         match self {
             KvCacheModel::Linear { per_token } => tokens_from_bytes_linear(budget, *per_token),
+            // One request's state is reserved first (spec 31 §9.2).
+            KvCacheModel::LinearPlusState { per_token, state } => {
+                if budget - state <= 0.0 {
+                    0
+                } else {
+                    tokens_from_bytes_linear(budget - state, *per_token)
+                }
+            }
             KvCacheModel::GptOss { context_length, .. } => {
                 tokens_from_bytes_search(budget, |l| self.kv_bytes(l), *context_length)
             }
@@ -190,6 +220,7 @@ pub(crate) mod tests {
             moe_intermediate_size: None,
             torch_dtype: None,
             sliding_window: None,
+            gdn: None,
         }
     }
 
@@ -250,9 +281,66 @@ pub(crate) mod tests {
         assert_eq!(m.tokens_from_bytes(18432.0), 1);
     }
 
+    /// A Qwen3.5 model: `(L, n, n_kv, d)` attention geometry plus the GDN facts of spec 31 §1.3.
+    fn qwen35(layers: u64, heads: u64, kv: u64, nl: u64, nk: u64, nv: u64) -> ModelFacts {
+        let mut f = gqa("Qwen3_5ForConditionalGeneration", ModelFamily::Qwen35, layers, heads, kv, 256);
+        f.gdn = Some(crate::memory::GdnFacts {
+            linear_layers: nl,
+            full_layers: layers - nl,
+            num_k_heads: nk,
+            head_k_dim: 128,
+            num_v_heads: nv,
+            head_v_dim: 128,
+            conv_kernel: 4,
+            ssm_dtype: "float32".into(),
+        });
+        f
+    }
+
     #[test]
-    fn unimplemented_families_fail() {
-        let f = gqa("Qwen3_5ForCausalLM", ModelFamily::Qwen35, 64, 24, 4, 256);
+    fn qwen35_state_and_rate() {
+        // Spec 31 §9.2 table: (model, [(tp, per-token rate, STATE)]).
+        let models = [
+            (qwen35(64, 24, 4, 48, 16, 48), [(1, 65536, 153944064), (2, 32768, 76972032), (4, 16384, 38486016), (8, 16384, 19243008)]),
+            (qwen35(40, 16, 2, 30, 16, 32), [(1, 20480, 64389120), (2, 10240, 32194560), (4, 10240, 16097280), (8, 10240, 8048640)]),
+            (qwen35(48, 32, 2, 36, 16, 64), [(1, 24576, 153649152), (2, 12288, 76824576), (4, 12288, 38412288), (8, 12288, 19206144)]),
+            (qwen35(60, 32, 2, 45, 16, 64), [(1, 30720, 192061440), (2, 15360, 96030720), (4, 15360, 48015360), (8, 15360, 24007680)]),
+        ];
+        for (facts, rows) in &models {
+            for &(tp, rate, state) in rows {
+                let m = KvCacheModel::for_model(facts, KvQuant::Bfloat16, tp).unwrap();
+                assert_eq!(m, KvCacheModel::LinearPlusState { per_token: rate as f64, state: state as f64 }, "tp {tp}");
+                // fp8 KV halves the rate, not the state.
+                let m8 = KvCacheModel::for_model(facts, KvQuant::Fp8, tp).unwrap();
+                assert_eq!(m8, KvCacheModel::LinearPlusState { per_token: (rate / 2) as f64, state: state as f64 });
+            }
+        }
+        // The reported per-token size includes the state: 27B tp 2 → 77004800.
+        let m = KvCacheModel::for_model(&models[0].0, KvQuant::Bfloat16, 2).unwrap();
+        assert_eq!(m.bytes_per_token(), 77004800.0);
+        // A bf16 state halves the SSM part only.
+        let mut bf16 = models[0].0.clone();
+        bf16.gdn.as_mut().unwrap().ssm_dtype = "bfloat16".into();
+        assert_eq!(bf16.gdn.as_ref().unwrap().state_bytes(2), 48 * (24 * 128 * 128 * 2 + 5120 * 3 * 2));
+    }
+
+    #[test]
+    fn qwen35_capacity_reserves_one_state() {
+        // Spec 31 §9.4: 27B h200 vllm tp 2 and 397B h200 trtllm tp 8.
+        let m = KvCacheModel::for_model(&qwen35(64, 24, 4, 48, 16, 48), KvQuant::Bfloat16, 2).unwrap();
+        let b = 0.9 * 151397597184.0 - 31614042112.0;
+        assert_eq!(m.tokens_from_bytes(b), 3191126);
+        let m = KvCacheModel::for_model(&qwen35(60, 32, 2, 45, 16, 64), KvQuant::Bfloat16, 8).unwrap();
+        assert_eq!(m.tokens_from_bytes((151397597184.0 - 104193949696.0) * 0.9), 2764275);
+        // No room for one state, or exactly one state: no tokens.
+        assert_eq!(m.tokens_from_bytes(24007680.0), 0);
+        assert_eq!(m.tokens_from_bytes(1000.0), 0);
+        assert_eq!(m.tokens_from_bytes(24007680.0 + 15360.0), 1);
+    }
+
+    #[test]
+    fn qwen35_without_gdn_facts_fails() {
+        let f = gqa("Qwen3_5ForConditionalGeneration", ModelFamily::Qwen35, 64, 24, 4, 256);
         let err = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 2).unwrap_err();
         assert!(err.to_string().contains("QWEN35"), "{err}");
     }

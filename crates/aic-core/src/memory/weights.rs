@@ -72,7 +72,8 @@ pub fn op_weight_bytes(op: &Op) -> f64 {
         | Op::GenerationMla(_)
         | Op::MlaBmm(_)
         | Op::MlaModuleContext(_)
-        | Op::MlaModuleGeneration(_) => 0.0,
+        | Op::MlaModuleGeneration(_)
+        | Op::Gdn(_) => 0.0,
     }
 }
 

@@ -8,6 +8,7 @@ mod comm;
 mod composite;
 mod dsa;
 mod empirical;
+mod gdn;
 mod gemm;
 mod memory;
 mod mla;
@@ -24,6 +25,7 @@ pub use attention::{ContextAttentionEval, GenerationAttentionEval};
 pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
 pub use composite::{FallbackEval, OverlapEval};
 pub use dsa::{context_roofline, full_frac, generation_roofline, DsaDims, DsaEval, DsaRates};
+pub use gdn::{gdn_sol_ms, GdnEval};
 pub use gemm::GemmEval;
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
@@ -219,6 +221,7 @@ pub enum CompiledOp {
     Overlap(OverlapEval),
     Fallback(FallbackEval),
     Dsa(DsaEval),
+    Gdn(GdnEval),
 }
 
 impl CompiledOp {
@@ -246,6 +249,7 @@ impl CompiledOp {
             Op::Fallback(o) => CompiledOp::Fallback(FallbackEval::compile(o, db)),
             Op::DsaContext(o) => CompiledOp::Dsa(DsaEval::compile(o, true, db)),
             Op::DsaGeneration(o) => CompiledOp::Dsa(DsaEval::compile(o, false, db)),
+            Op::Gdn(o) => CompiledOp::Gdn(GdnEval::compile(o, db)),
         }
     }
 
@@ -269,6 +273,7 @@ impl CompiledOp {
             CompiledOp::Overlap(o) => &o.name,
             CompiledOp::Fallback(o) => &o.name,
             CompiledOp::Dsa(o) => &o.name,
+            CompiledOp::Gdn(o) => &o.name,
         }
     }
 
@@ -292,6 +297,7 @@ impl CompiledOp {
             CompiledOp::Overlap(o) => o.eval(shape),
             CompiledOp::Fallback(o) => o.eval(shape),
             CompiledOp::Dsa(o) => o.eval(shape),
+            CompiledOp::Gdn(o) => o.eval(shape),
         }
     }
 
@@ -319,6 +325,7 @@ impl CompiledOp {
             CompiledOp::Overlap(o) => sol_split::undecomposed(&o.name, "Overlap", o.eval(shape)?),
             CompiledOp::Fallback(o) => o.sol_split(shape),
             CompiledOp::Dsa(o) => o.sol_split(shape),
+            CompiledOp::Gdn(o) => o.sol_split(shape),
         }
     }
 }

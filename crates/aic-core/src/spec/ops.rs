@@ -278,6 +278,32 @@ pub struct DsaOp {
     pub attn_projection_quant_modes: Option<DsaProjectionQuant>,
 }
 
+fn float32() -> String {
+    "float32".to_string()
+}
+
+/// One Gated-DeltaNet linear-attention kernel (spec 31 §4.6, §6): conv1d or chunked scan in
+/// prefill, conv update or recurrence in decode, priced from the `gdn_perf` table or its
+/// memory-bound SOL. `num_k_heads` / `num_v_heads` are the per-TP shard's head counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GdnOp {
+    pub name: String,
+    pub scale_factor: f64,
+    /// Kernel name as the table spells it (e.g. `chunk_gated_delta_rule`).
+    pub kernel_source: String,
+    /// `context` or `generation`: decides the table's leaf axes, not the runtime shape.
+    pub phase: String,
+    pub d_model: u32,
+    pub d_conv: u32,
+    pub num_k_heads: u32,
+    pub head_k_dim: u32,
+    pub num_v_heads: u32,
+    pub head_v_dim: u32,
+    /// Recurrent-state dtype; anything but `float32` sends the state kernels to SOL.
+    #[serde(default = "float32")]
+    pub mamba_ssm_dtype: String,
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "OverlapOpWire")]
@@ -399,6 +425,7 @@ pub enum Op {
     Fallback(FallbackOp),
     DsaContext(DsaOp),
     DsaGeneration(DsaOp),
+    Gdn(GdnOp),
 }
 
 impl Op {
@@ -447,6 +474,7 @@ impl Op {
             Op::DsaContext(o) | Op::DsaGeneration(o) => {
                 vec![("scale_factor", o.scale_factor), ("full_frac", o.full_frac)]
             }
+            Op::Gdn(o) => scale(o.scale_factor),
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
@@ -472,6 +500,7 @@ impl Op {
             Op::Overlap(o) => &o.name,
             Op::Fallback(o) => &o.name,
             Op::DsaContext(o) | Op::DsaGeneration(o) => &o.name,
+            Op::Gdn(o) => &o.name,
         }
     }
 }

@@ -5,6 +5,7 @@
 mod attention;
 mod comm;
 mod dsa;
+mod gdn;
 mod gemm;
 mod mla;
 mod moe;
@@ -17,6 +18,7 @@ pub use dsa::{
     dsa_buckets, is_no_dsa_rows, nearest_entry, DsaBucket, DsaKey, DsaModuleTable, DsaPart, DsaSlice, DsaTables, ModuleRows,
     SparseKernel, SparseKernelTable, SparseKernelTables,
 };
+pub use gdn::{normalise_gdn_kernel, GdnKey, GdnTable, GDN_RECURRENCE_KERNEL, GDN_TABLE};
 pub use gemm::GemmTable;
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
@@ -58,6 +60,7 @@ pub struct PerfDatabase {
     mla_bmm: OnceLock<Result<Arc<MlaBmmTable>>>,
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
     dsa: DsaTables,
+    gdn: OnceLock<Result<Arc<GdnTable>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -130,6 +133,7 @@ impl PerfDatabase {
             mla_bmm: OnceLock::new(),
             scale_matrix: OnceLock::new(),
             dsa: DsaTables::default(),
+            gdn: OnceLock::new(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -219,6 +223,11 @@ impl PerfDatabase {
     /// The sparse-attention (DSA) tables, loaded on first use.
     pub fn dsa(&self) -> &DsaTables {
         &self.dsa
+    }
+
+    /// The Gated-DeltaNet kernel table (spec 31 §6).
+    pub fn gdn(&self) -> Result<&Arc<GdnTable>> {
+        self.gdn.get_or_init(|| GdnTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
