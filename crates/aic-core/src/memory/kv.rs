@@ -3,7 +3,7 @@
 use crate::error::{AicError, Result};
 use crate::spec::KvQuant;
 
-use super::facts::{ModelFacts, ModelFamily};
+use super::facts::{LayerKvSplit, ModelFacts, ModelFamily};
 
 /// The GPT-OSS sliding-window length (its window layers cap at 128 tokens).
 const GPT_OSS_WINDOW: u64 = 128;
@@ -25,6 +25,19 @@ pub enum KvCacheModel {
         window_layers: u64,
         /// `G = layers − S` global layers.
         global_layers: u64,
+        /// The model's context length, returned by a saturated search.
+        context_length: Option<u64>,
+    },
+    /// Sliding / global layers with their own geometry (spec 35 §11.3, `STEP3P7` and
+    /// `GEMMA4MIX`): `sliding · min(L, w) + global · L`, the `min` only when `w > 0`; inverse
+    /// is the binary search.
+    Windowed {
+        /// Bytes per token of all sliding layers: `S · ceil(kv_s/tp) · head_s · 2 · m(kv)`.
+        sliding_per_token: f64,
+        /// Bytes per token of all global layers: `G · ceil(kv_g/tp) · head_g · 2 · m(kv)`.
+        global_per_token: f64,
+        /// Window length; 0 = the sliding layers grow with the sequence too.
+        window: u64,
         /// The model's context length, returned by a saturated search.
         context_length: Option<u64>,
     },
@@ -56,9 +69,18 @@ impl KvCacheModel {
                     per_token: layers * (lora * m + rope * 2.0 + idx),
                 })
             }
+            ModelFamily::Gemma4Mix | ModelFamily::Step3p7 => {
+                let split = facts.layer_kv.ok_or_else(|| {
+                    AicError::value(format!(
+                        "KV-cache model for family {} needs the sliding/global layer split \
+                         (layer_kv) in the model facts; build the facts with the compile front \
+                         end (aic.memory.model_facts)",
+                        facts.family
+                    ))
+                })?;
+                Ok(Self::windowed(&split, m, tp, facts.max_position_embeddings))
+            }
             ModelFamily::Qwen35
-            | ModelFamily::Gemma4Mix
-            | ModelFamily::Step3p7
             | ModelFamily::DeepseekV4
             | ModelFamily::KimiK3 => Err(AicError::value(format!(
                 "KV-cache model for family {} is not implemented",
@@ -79,6 +101,33 @@ impl KvCacheModel {
         }
     }
 
+    /// The window-capped rule of spec 35 §11.3 for a layer split, KV element width `m` and
+    /// attention TP size `tp`.
+    pub fn windowed(
+        split: &LayerKvSplit,
+        m: f64,
+        tp: u64,
+        context_length: Option<u64>,
+    ) -> KvCacheModel {
+        let per_token = |layers: u64, kv_heads: u64, head: u64| {
+            layers as f64 * kv_heads.div_ceil(tp) as f64 * head as f64 * 2.0 * m
+        };
+        KvCacheModel::Windowed {
+            sliding_per_token: per_token(
+                split.sliding_layers,
+                split.sliding_kv_heads,
+                split.sliding_head_dim,
+            ),
+            global_per_token: per_token(
+                split.global_layers,
+                split.global_kv_heads,
+                split.global_head_dim,
+            ),
+            window: split.window,
+            context_length,
+        }
+    }
+
     /// Bytes one sequence of `seq_len` tokens occupies (§3).
     pub fn kv_bytes(&self, seq_len: u64) -> f64 {
         let l = seq_len as f64;
@@ -94,6 +143,19 @@ impl KvCacheModel {
                     * (*window_layers as f64 * seq_len.min(GPT_OSS_WINDOW) as f64
                         + *global_layers as f64 * l)
             }
+            KvCacheModel::Windowed {
+                sliding_per_token,
+                global_per_token,
+                window,
+                ..
+            } => {
+                let capped = if *window > 0 {
+                    seq_len.min(*window) as f64
+                } else {
+                    l
+                };
+                sliding_per_token * capped + global_per_token * l
+            }
         }
     }
 
@@ -106,7 +168,8 @@ impl KvCacheModel {
     pub fn tokens_from_bytes(&self, budget: f64) -> u64 {
         match self {
             KvCacheModel::Linear { per_token } => tokens_from_bytes_linear(budget, *per_token),
-            KvCacheModel::GptOss { context_length, .. } => {
+            KvCacheModel::GptOss { context_length, .. }
+            | KvCacheModel::Windowed { context_length, .. } => {
                 tokens_from_bytes_search(budget, |l| self.kv_bytes(l), *context_length)
             }
         }
@@ -190,6 +253,7 @@ pub(crate) mod tests {
             moe_intermediate_size: None,
             torch_dtype: None,
             sliding_window: None,
+            layer_kv: None,
         }
     }
 
@@ -248,6 +312,59 @@ pub(crate) mod tests {
         assert_eq!(m.tokens_from_bytes(0.0), 0);
         assert_eq!(m.tokens_from_bytes(18431.0), 0);
         assert_eq!(m.tokens_from_bytes(18432.0), 1);
+    }
+
+    fn split(
+        window: u64,
+        (sl, skv, shd): (u64, u64, u64),
+        (gl, gkv, ghd): (u64, u64, u64),
+    ) -> LayerKvSplit {
+        LayerKvSplit {
+            window,
+            sliding_layers: sl,
+            sliding_kv_heads: skv,
+            sliding_head_dim: shd,
+            global_layers: gl,
+            global_kv_heads: gkv,
+            global_head_dim: ghd,
+        }
+    }
+
+    /// Spec 35 §11.3: Step-3.7-Flash h200 trtllm tp 4 ep 4 (33 sliding / 12 global layers,
+    /// window 512, kv 8 × head 128 on both).
+    #[test]
+    fn step3p7_window_capped_example() {
+        let mut f = gqa("Step3p7FlashForCausalLM", ModelFamily::Step3p7, 45, 64, 8, 128);
+        f.max_position_embeddings = Some(65536);
+        f.layer_kv = Some(split(512, (33, 8, 128), (12, 8, 128)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 4).unwrap();
+        assert_eq!(m.bytes_per_token(), 46080.0);
+        assert_eq!(m.kv_bytes(1000), 33.0 * 1024.0 * 512.0 + 12.0 * 1024.0 * 1000.0);
+        let b: f64 = (151397597184.0 - 104897708032.0) * 0.9;
+        assert_eq!(m.tokens_from_bytes(b), 3404345);
+        // Without the split the family has no rule.
+        f.layer_kv = None;
+        let err = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 4).unwrap_err();
+        assert!(err.to_string().contains("STEP3P7"), "{err}");
+    }
+
+    /// Spec 35 §11.3: gemma-4-26B h200 vllm tp 1 with and without its 1024-token window, and
+    /// Gemma-4-31B tp 2 with an fp8 KV cache.
+    #[test]
+    fn gemma4_window_capped_examples() {
+        let mut f = gqa("Gemma4ForConditionalGeneration", ModelFamily::Gemma4Mix, 30, 16, 8, 256);
+        f.max_position_embeddings = Some(262144);
+        f.layer_kv = Some(split(1024, (25, 8, 256), (5, 2, 512)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 1).unwrap();
+        assert_eq!(m.bytes_per_token(), 225280.0);
+        assert_eq!(m.tokens_from_bytes(78343870873.6), 3815144);
+        f.layer_kv = Some(split(0, (25, 8, 256), (5, 2, 512)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 1).unwrap();
+        assert_eq!(m.tokens_from_bytes(78343870873.6), 347762);
+        let mut g = gqa("Gemma4ForConditionalGeneration", ModelFamily::Gemma4Mix, 60, 32, 16, 256);
+        g.layer_kv = Some(split(1024, (50, 16, 256), (10, 4, 512)));
+        let m = KvCacheModel::for_model(&g, KvQuant::Fp8, 2).unwrap();
+        assert_eq!(m.bytes_per_token(), 225280.0);
     }
 
     #[test]
