@@ -158,6 +158,7 @@ def compile_report(
     # 5. HF config
     model = load_model_config(model_path, None if model_configs_path is None else str(model_configs_path))
     families.check_architecture(model.architecture)
+    families.check_config(model)
     # 6. quant resolution
     quant: QuantModes = resolve_quant(model, backend, overrides)
     # 7. parallel validation

@@ -53,7 +53,8 @@ def test_error_class_matching():
 
 def test_load_and_select_cases():
     cases = parity.load_cases(GOLDENS)
-    assert len(cases) == 248
+    assert len(cases) == 301  # dense, moe, mla, edge (248) + hybrid (53)
+    assert len(parity.select_cases(cases, family="hybrid")) == 53
     assert len(parity.select_cases(cases, family="dense")) == 65
     assert len(parity.select_cases(cases, family="edge")) == 65
     assert len(parity.select_cases(cases, family="moe")) == 68
@@ -206,8 +207,8 @@ def test_compile_error_symmetry():
     assert report.class_mismatches == []  # AssertionError <-> ValueError is a match
 
 
-#: A model of a family the reference supports but aic does not build yet (QWEN3VL_MOE).
-UNIMPLEMENTED_MODEL = "Qwen/Qwen3-VL-30B-A3B-Instruct"
+#: A model of a family the reference supports but aic does not build yet (MINIMAXM3).
+UNIMPLEMENTED_MODEL = "MiniMaxAI/MiniMax-M3"
 
 
 def _unimplemented(case_id):

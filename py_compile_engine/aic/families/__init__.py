@@ -3,7 +3,10 @@
 A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` where ``model`` is a
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
-LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``).
+LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7, ``moe``),
+DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
+GEMMA4MIX (spec 35 §7, ``gemma4``). A module may also expose ``parse(model)``: the config checks
+the reference runs while it builds the model object, before any parallelism check (spec 35 §4).
 """
 
 from __future__ import annotations
@@ -84,6 +87,11 @@ _BUILDERS: dict[str, str] = {
     "MOE": "moe",
     "DEEPSEEK": "deepseek",
     "KIMIK25": "deepseek",
+    "QWEN3VL": "llama",
+    "QWEN3VL_MOE": "moe",
+    "HYBRIDMOE": "hybridmoe",
+    "STEP3P7": "hybridmoe",
+    "GEMMA4MIX": "gemma4",
 }
 
 
@@ -130,6 +138,15 @@ def check_architecture(arch: str) -> str:
             known_to_reference=True,
         )
     return family
+
+
+def check_config(model) -> None:
+    """Runs the family's own config checks (``parse(model)`` of its module, if any). They come
+    before the parallelism checks of compile step 7 (spec 35 §4)."""
+    module = importlib.import_module(f"{__name__}.{_BUILDERS[model.family]}")
+    parse = getattr(module, "parse", None)
+    if parse is not None:
+        parse(model)
 
 
 def builder(family: str) -> Callable:
