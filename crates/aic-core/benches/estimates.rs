@@ -1,7 +1,7 @@
 //! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
 //! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
-//! for a dense, a MoE and an MLA engine. Arguments change on every call so no memo can hide
-//! the work. Run: `cargo bench -p aic-core --bench estimates`.
+//! for a dense, a MoE, an MLA and a hybrid-attention (Llama-4 Scout) engine. Arguments change
+//! on every call so no memo can hide the work. Run: `cargo bench -p aic-core --bench estimates`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -87,6 +87,10 @@ fn estimates(c: &mut Criterion) {
     bench_engine(c, "moe_qwen3_30b_a3b_tp4_ep4", &moe);
     let mla = golden_engine("mla.json", "mla/DeepSeek-V3/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
     bench_engine(c, "mla_deepseek_v3_tp8_ep8", &mla);
+    // Hybrid attention (spec 35): two layer-type blocks, a global and a window-8192 attention
+    // op per phase.
+    let scout = golden_engine("hybrid.json", "hybrid/Llama-4-Scout-17B-16E-Instruct/h200_sxm/vllm/tp4-pp1-dp1-mtp4-epx");
+    bench_engine(c, "hybrid_llama4_scout_tp4", &scout);
 }
 
 criterion_group! {

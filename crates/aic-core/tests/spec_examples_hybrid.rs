@@ -159,3 +159,27 @@ fn whole_model_numbers() {
     check("gemma prefill(1,1024,0)", e.prefill_latency_ms(1, 1024, 0).unwrap(), "23.852462068832434");
     check("gemma decode(8,2048,128)", e.decode_latency_ms(8, 2048, 128).unwrap(), "1048.950341533113");
 }
+
+/// The engine evaluates ops that differ only in name and scale factor once per walk (Scout's
+/// global and sliding blocks share every op but attention). The per-op answers must be the
+/// bits each op gives on its own (`evaluate_ops_json` shares nothing).
+#[test]
+fn shared_twin_ops_give_the_bits_of_their_own_evaluation() {
+    for id in [SCOUT_H200_VLLM, MIMO_H200_TRTLLM, GEMMA_26B_H200_VLLM] {
+        let e = engine(id);
+        for (b, s, prefix) in [(1u32, 1024u32, 0u32), (4, 3000, 1000), (2, 16384, 0)] {
+            let run = aic_core::StaticRun { prefix, ..aic_core::StaticRun::new(b, s, 2) };
+            let (ctx, _) = e.run_static_per_op(&run).unwrap();
+            let alone = eval(e, &context_ops(id), true, b, s - prefix, prefix, 1.0, None).unwrap();
+            assert_eq!(ctx.len(), alone.len(), "{id}");
+            for (shared, own) in ctx.iter().zip(&alone) {
+                assert_eq!(shared.name, own.name, "{id}");
+                assert_eq!(shared.latency_ms.to_bits(), own.latency_ms.to_bits(), "{id} {}", own.name);
+                assert_eq!(shared.energy_wms.to_bits(), own.energy_wms.to_bits(), "{id} {}", own.name);
+                assert_eq!(shared.source, own.source, "{id} {}", own.name);
+            }
+            let total: f64 = ctx.iter().map(|o| o.latency_ms).sum();
+            assert!(total > 0.0);
+        }
+    }
+}
