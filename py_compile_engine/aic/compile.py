@@ -162,11 +162,12 @@ def compile_report(
     # 5. HF config
     model = load_model_config(model_path, None if model_configs_path is None else str(model_configs_path))
     families.check_architecture(model.architecture)
+    families.check_config(model)
     # 6. quant resolution
     quant: QuantModes = resolve_quant(model, backend, overrides)
     # 7. parallel validation
     # The MoE width rule applies to models with experts only (QWEN35 has dense members).
-    par = resolve_parallel(sizes, moe=model.family in families.MOE_FAMILIES and model.num_experts > 0)
+    par = resolve_parallel(sizes, moe=families.is_moe_for_parallelism(model))
     # 8. family op lists
     ctx = BuildContext(
         backend=backend,

@@ -20,3 +20,11 @@ class HeadDivisibilityError(ValueError):
     """``num_heads % tp_size != 0``. The reference raises ``AssertionError`` with the same text."""
 
     reference_class = "AssertionError"
+
+
+class ConfigKeyError(KeyError, ValueError):
+    """A key the model's family requires is missing from its config (Gemma 4:
+    ``num_key_value_heads``, ``head_dim``). The reference raises ``KeyError('<key>')``; this is
+    a ``KeyError`` with the same argument and, like every front-end error, a ``ValueError``."""
+
+    reference_class = "KeyError"

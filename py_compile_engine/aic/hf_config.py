@@ -76,6 +76,9 @@ class ModelConfig:
     quant_dynamic: bool | None = None
     raw: dict = field(default_factory=dict, repr=False)
     config_source: str = "builtin"
+    #: The dict the fields were parsed from: the flattened text sub-config
+    #: (``{**text_config, architectures: [arch]}``) for nested architectures, else ``raw``.
+    text: dict = field(default_factory=dict, repr=False)
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -333,10 +336,13 @@ def parse_model_config(raw: RawConfig) -> ModelConfig:
             known_to_reference=False,
         )
     text_key = NESTED_TEXT_KEY.get(arch)
-    if text_key:
+    if text_key and text_key in cfg:
+        # A nested architecture whose config has no text section is read flat (spec 35 §1:
+        # the bundled Step-3.7-Flash config names a nested architecture but is flat).
         nested = cfg.get(text_key)
         if not isinstance(nested, dict):
-            raise ValueError(f"model config {where} lacks the {text_key!r} section of {arch}")
+            raise ValueError(f"model config {where}: the {text_key!r} section of {arch} must be "
+                             f"a JSON object, got {type(nested).__name__}")
         fields = {**nested, "architectures": [arch]}
     else:
         fields = cfg
@@ -406,6 +412,7 @@ def parse_model_config(raw: RawConfig) -> ModelConfig:
         quant_dynamic=cfg.get("quant_dynamic"),
         raw=cfg,
         config_source=raw.source,
+        text=fields,
     )
 
 

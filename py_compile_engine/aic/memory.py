@@ -69,6 +69,31 @@ def _sliding_window(cfg: dict, layers: int) -> dict | None:
             "global_layers": global_layers}
 
 
+def _layer_kv(model: ModelConfig) -> dict | None:
+    """The sliding / global KV geometry of the window-capped hybrid families (spec 35 §11.3):
+    STEP3P7 stores ``n_kv`` heads of ``d`` on every layer, GEMMA4MIX its own sliding and global
+    geometry (K and V both stored on global layers, ``k_eq_v`` or not)."""
+    if model.family == "STEP3P7":
+        from .families import hybridmoe
+
+        layout = hybridmoe.parse(model)
+        return {"window": layout.window,
+                "sliding_layers": layout.sliding_layers,
+                "sliding_kv_heads": model.num_kv_heads, "sliding_head_dim": model.head_dim,
+                "global_layers": layout.global_layers,
+                "global_kv_heads": model.num_kv_heads, "global_head_dim": model.head_dim}
+    if model.family == "GEMMA4MIX":
+        from .families import gemma4
+
+        g = gemma4.parse(model)
+        return {"window": g.window,
+                "sliding_layers": g.sliding_layers,
+                "sliding_kv_heads": g.swa_kv_heads, "sliding_head_dim": g.swa_head_dim,
+                "global_layers": g.global_layers,
+                "global_kv_heads": g.global_kv_heads, "global_head_dim": g.global_head_dim}
+    return None
+
+
 def model_facts(model: ModelConfig) -> dict:
     """The ``ModelFacts`` the native memory model reads, from a parsed HF config.
 
@@ -102,6 +127,7 @@ def model_facts(model: ModelConfig) -> dict:
         "torch_dtype": dtype,
         "sliding_window": _sliding_window(cfg, model.num_layers),
         "gdn": _gdn_facts(model),
+        "layer_kv": _layer_kv(model),
     }
 
 

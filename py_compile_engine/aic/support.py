@@ -74,7 +74,7 @@ def classify(exc: BaseException) -> str:
 def _moe_sizes(model_id: str, tp: int, model_configs_path) -> dict:
     """MoE families need ``moe_tp * moe_ep == tp``: the probe puts the experts on EP."""
     model = load_model_config(model_id, model_configs_path)
-    if model.family in families.MOE_FAMILIES:
+    if families.is_moe_for_parallelism(model):
         return {"moe_tp_size": 1, "moe_ep_size": tp}
     return {}
 

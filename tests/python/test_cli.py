@@ -48,7 +48,7 @@ def test_parity_counts_unimplemented_family_as_failures(tmp_path):
         doc = json.load(fh)
     case = next(c for c in doc["cases"]
                 if c["id"] == "moe/Qwen3-30B-A3B/h200_sxm/vllm/tp1-pp1-dp1-mtp1-ep1")
-    case["compile"]["model"] = "Qwen/Qwen3-VL-30B-A3B-Instruct"
+    case["compile"]["model"] = "MiniMaxAI/MiniMax-M3"
     (tmp_path / "moe.json").write_text(json.dumps({**doc, "cases": [case]}))
     result = _run("parity", "--goldens", tmp_path / "moe.json", "--family", "moe",
                   "--case", "moe/Qwen3-30B-A3B/h200_sxm/vllm/tp1-pp1-dp1-mtp1-ep1")

@@ -128,12 +128,15 @@ def test_missing_required_field(tmp_path):
 
 def test_architecture_known_to_reference_but_not_implemented():
     with pytest.raises(UnsupportedArchitectureError) as info:
-        _compile(model="Qwen/Qwen3-VL-30B-A3B-Instruct", tp_size=4, moe_tp_size=4)
+        _compile(model="MiniMaxAI/MiniMax-M3", tp_size=4, moe_tp_size=4)
     message = str(info.value)
-    assert "Qwen3VLMoeForConditionalGeneration" in message
+    assert "MiniMaxM3ForCausalLM" in message
     for arch in ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MiMoForCausalLM",
                  "MixtralForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM",
-                 "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"):
+                 "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration",
+                 "Llama4ForConditionalGeneration", "MiMoV2FlashForCausalLM",
+                 "Step3p7FlashForCausalLM", "Gemma4ForConditionalGeneration",
+                 "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration"):
         assert arch in message
     assert info.value.known_to_reference is True
     assert isinstance(info.value, ValueError)

@@ -24,7 +24,7 @@ import pytest
 
 from aic import AicEngine, compile_engine
 from aic import _aic
-from aic.errors import HeadDivisibilityError, UnsupportedArchitectureError
+from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_SYSTEMS = REPO / "data" / "systems"
@@ -68,6 +68,13 @@ class Scratch:
                 config.pop(key, None)
             else:
                 config[key] = value
+        return self.config_dir(config)
+
+    def shipped(self, model: str, change: Callable[[dict], object]) -> str:
+        """A shipped config with ``change`` applied to its text section (the nested
+        ``text_config`` when there is one, else the whole config)."""
+        config = json.loads((MODEL_CONFIGS / f"{model.replace('/', '--')}_config.json").read_text())
+        change(config.get("text_config", config))
         return self.config_dir(config)
 
     def systems_copy(self) -> Path:
@@ -133,9 +140,9 @@ CASES = [
     Case("config-unknown-architecture", "config with `architectures: [\"FooForCausalLM\"]`",
          UnsupportedArchitectureError, "The model's architecture FooForCausalLM is not supported",
          lambda s: compile_engine(s.qwen3_8b(architectures=["FooForCausalLM"]), "h200_sxm", "vllm")),
-    Case("config-architecture-not-implemented", "shipped Qwen3-VL MoE config (an architecture aic does not build yet)",
-         UnsupportedArchitectureError, "Qwen3VLMoeForConditionalGeneration",
-         lambda s: compile_engine("Qwen/Qwen3-VL-30B-A3B-Instruct", "h200_sxm", "vllm", tp_size=4, moe_tp_size=4)),
+    Case("config-architecture-not-implemented", "shipped MiniMax-M3 config (an architecture aic does not build yet)",
+         UnsupportedArchitectureError, "MiniMaxM3ForCausalLM",
+         lambda s: compile_engine("MiniMaxAI/MiniMax-M3", "h200_sxm", "vllm", tp_size=4, moe_tp_size=4)),
     Case("config-dsa-key-missing", "GLM-5 config without `index_topk`", KeyError,
          "index_topk: the model config lacks this key",
          lambda s: compile_engine(s.config_dir({k: v for k, v in json.loads(
@@ -204,6 +211,51 @@ CASES = [
     Case("qwen35-missing-gdn-field", "Qwen3.5 config without `linear_num_key_heads`", ValueError,
          "'linear_num_key_heads'",
          lambda s: compile_engine(s.qwen35_27b(linear_num_key_heads=None), "h200_sxm", "vllm")),
+    Case("parallel-dense-gemma-ep", "dense Gemma-4-31B with `tp_size=2`, `moe_ep_size=2`", ValueError,
+         "dense Gemma 4 variants require moe_ep_size=1, got 2",
+         lambda s: compile_engine("nvidia/Gemma-4-31B-IT-NVFP4", "b200_sxm", "vllm", tp_size=2,
+                                  moe_ep_size=2)),
+    # ---- per-layer patterns of the hybrid-attention families (checked before parallelism) ----
+    Case("config-llama4-interleave-step", "Llama-4 Scout config with `interleave_moe_layer_step: 0`",
+         ValueError, "interleave_moe_layer_step must be a positive integer, got 0",
+         lambda s: compile_engine(s.shipped("meta-llama/Llama-4-Scout-17B-16E-Instruct",
+                                            lambda c: c.update(interleave_moe_layer_step=0)),
+                                  "h200_sxm", "vllm", tp_size=4)),
+    Case("config-mimo-pattern-length", "MiMo-V2-Flash config with a 47-entry `hybrid_layer_pattern`",
+         ValueError, "Hybrid pattern length mismatch for MiMoV2FlashForCausalLM: expected 48 entries",
+         lambda s: compile_engine(s.shipped("XiaomiMiMo/MiMo-V2-Flash",
+                                            lambda c: c["hybrid_layer_pattern"].pop()),
+                                  "h200_sxm", "trtllm", tp_size=4)),
+    Case("config-mimo-pattern-values", "MiMo-V2-Flash config with a pattern value 2", ValueError,
+         "Hybrid patterns for MiMoV2FlashForCausalLM must contain only 0/1 values",
+         lambda s: compile_engine(s.shipped("XiaomiMiMo/MiMo-V2-Flash",
+                                            lambda c: c["hybrid_layer_pattern"].__setitem__(0, 2)),
+                                  "h200_sxm", "trtllm", tp_size=4, moe_ep_size=4)),
+    Case("config-step-layer-types-length", "Step-3.7-Flash config with a 44-entry `layer_types`",
+         ValueError, "Step3p7 layer_types length 44 != num_hidden_layers 45",
+         lambda s: compile_engine(s.shipped("stepfun-ai/Step-3.7-Flash",
+                                            lambda c: c.update(layer_types=c["layer_types"][:44])),
+                                  "h200_sxm", "trtllm", tp_size=4, moe_ep_size=4)),
+    Case("config-step-layer-types-values", "Step-3.7-Flash config with a `linear_attention` layer",
+         ValueError, "Step3p7 layer_types must contain only 'sliding_attention' or 'full_attention'",
+         lambda s: compile_engine(s.shipped("stepfun-ai/Step-3.7-Flash",
+                                            lambda c: c["layer_types"].__setitem__(1, "linear_attention")),
+                                  "h200_sxm", "trtllm", tp_size=4, moe_ep_size=4)),
+    Case("config-gemma-layer-types-length", "gemma-4-26B config with a 29-entry `layer_types`",
+         ValueError, "Gemma 4 layer_types length 29 != num_hidden_layers 30",
+         lambda s: compile_engine(s.shipped("google/gemma-4-26B-A4B",
+                                            lambda c: c["layer_types"].pop()),
+                                  "h200_sxm", "vllm")),
+    Case("config-gemma-layer-types-values", "gemma-4-26B config with a `chunked` layer", ValueError,
+         "Gemma 4 layer_types must contain only 'sliding_attention' or 'full_attention'",
+         lambda s: compile_engine(s.shipped("google/gemma-4-26B-A4B",
+                                            lambda c: c["layer_types"].__setitem__(0, "chunked")),
+                                  "h200_sxm", "vllm")),
+    Case("config-gemma-missing-kv-heads", "gemma-4-26B config without `num_key_value_heads`", ConfigKeyError,
+         "'num_key_value_heads'",
+         lambda s: compile_engine(s.shipped("google/gemma-4-26B-A4B",
+                                            lambda c: c.pop("num_key_value_heads")),
+                                  "h200_sxm", "vllm")),
     # ---- deployment names -------------------------------------------------------------------
     Case("compile-unknown-system", "system `h300_sxm`", ValueError, "'h300_sxm'",
          lambda s: compile_engine("Qwen/Qwen3-8B", "h300_sxm", "vllm")),

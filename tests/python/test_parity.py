@@ -58,6 +58,7 @@ def test_load_and_select_cases():
     assert {"dense", "moe", "mla", "edge", "systems"} <= set(per_file)
     assert len(parity.select_cases(cases, family="systems")) == 103
     assert len(parity.select_cases(cases, family="qwen35")) == 45
+    assert len(parity.select_cases(cases, family="hybrid")) == 53
     assert len(parity.select_cases(cases, family="dense")) == 65
     assert len(parity.select_cases(cases, family="edge")) == 65
     assert len(parity.select_cases(cases, family="moe")) == 68
@@ -210,8 +211,8 @@ def test_compile_error_symmetry():
     assert report.class_mismatches == []  # AssertionError <-> ValueError is a match
 
 
-#: A model of a family the reference supports but aic does not build yet (QWEN3VL_MOE).
-UNIMPLEMENTED_MODEL = "Qwen/Qwen3-VL-30B-A3B-Instruct"
+#: A model of a family the reference supports but aic does not build yet (MINIMAXM3).
+UNIMPLEMENTED_MODEL = "MiniMaxAI/MiniMax-M3"
 
 
 def _unimplemented(case_id):

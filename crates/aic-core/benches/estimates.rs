@@ -1,7 +1,8 @@
 //! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
 //! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
-//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm) and a Qwen3.5 (Gated-DeltaNet hybrid) engine. Arguments change on every call so no memo can hide
-//! the work. Run: `cargo bench -p aic-core --bench estimates`.
+//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm), a Qwen3.5 (Gated-DeltaNet
+//! hybrid) and a hybrid-attention (Llama-4 Scout) engine. Arguments change on every call so
+//! no memo can hide the work. Run: `cargo bench -p aic-core --bench estimates`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -91,6 +92,10 @@ fn estimates(c: &mut Criterion) {
     bench_engine(c, "dsa_glm5_fp8_b200_tp8_ep8", &dsa);
     let gdn = golden_engine("qwen35.json", "qwen35/Qwen3.5-397B-A17B/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
     bench_engine(c, "qwen35_397b_a17b_tp8_ep8", &gdn);
+    // Hybrid attention (spec 35): two layer-type blocks, a global and a window-8192 attention
+    // op per phase.
+    let scout = golden_engine("hybrid.json", "hybrid/Llama-4-Scout-17B-16E-Instruct/h200_sxm/vllm/tp4-pp1-dp1-mtp4-epx");
+    bench_engine(c, "hybrid_llama4_scout_tp4", &scout);
 }
 
 criterion_group! {

@@ -989,6 +989,22 @@ fn cases() -> Vec<Case> {
             fragment: "unknown backend \"tensorrt\"; expected one of \"trtllm\", \"sglang\", \"vllm\"",
             run: || ignore(Backend::parse("tensorrt")),
         },
+        // ---- memory model -------------------------------------------------------------------
+        Case {
+            id: "memory-layer-split-missing",
+            input: "KV-cache model of a Step-3.7 (`STEP3P7`) model whose facts lack the sliding/global `layer_kv` split",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "KV-cache model for family STEP3P7 needs the sliding/global layer split",
+            run: || {
+                let facts: aic_core::memory::ModelFacts = serde_json::from_value(json!({
+                    "architecture": "Step3p7FlashForCausalLM", "family": "STEP3P7", "num_layers": 45,
+                    "hidden_size": 4096, "num_attention_heads": 64, "num_key_value_heads": 8,
+                    "head_dim": 128}))
+                .unwrap();
+                ignore(aic_core::memory::KvCacheModel::for_model(&facts, aic_core::spec::KvQuant::Bfloat16, 4))
+            },
+        },
     ]
 }
 

@@ -202,6 +202,13 @@ fn mla_goldens_match_reference() {
     assert_family("mla.json", |_| true, 900);
 }
 
+/// Llama 4, MiMo-V2-Flash, Step-3.7, Gemma 4, Qwen3-VL and gpt-oss (spec 35): per-layer
+/// attention patterns, windowed slices, head sizes 64-512, every database mode.
+#[test]
+fn hybrid_goldens_match_reference() {
+    assert_family("hybrid.json", |_| true, 800);
+}
+
 /// Edge paths in the default (SILICON) database mode: holds, long contexts, beams, pipeline,
 /// versions, single-op evaluations.
 #[test]

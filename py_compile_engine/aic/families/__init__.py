@@ -3,8 +3,11 @@
 A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` where ``model`` is a
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
-LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``),
-DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``).
+LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7, ``moe``),
+DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
+GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31,
+``qwen35``). A module may also expose ``parse(model)``: the config checks the reference runs
+while it builds the model object, before any parallelism check (spec 35 §4).
 """
 
 from __future__ import annotations
@@ -73,8 +76,8 @@ NESTED_TEXT_KEY: dict[str, str] = {
 #: ``use_qk_norm`` is not read from the config: it is true for exactly these (spec 30 §2.3).
 QK_NORM_ARCHS = frozenset({"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM"})
 
-#: MoE families (the MoE parallel rules of spec 30 §4 apply to their members with experts;
-#: QWEN35 has dense members, so the rules depend on the parsed model's expert count too).
+#: MoE families: the MoE parallel rules of spec 30 §4 apply to their members, dense Gemma-4
+#: variants included (spec 35 §1), except in QWEN35, where they apply per model (spec 31 §3).
 MOE_FAMILIES = frozenset(
     {"MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL_MOE", "HYBRIDMOE", "QWEN35", "GEMMA4MIX", "DEEPSEEKV32",
      "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7"}
@@ -88,6 +91,11 @@ _BUILDERS: dict[str, str] = {
     "KIMIK25": "deepseek",
     "DEEPSEEKV32": "deepseekv32",
     "QWEN35": "qwen35",
+    "QWEN3VL": "llama",
+    "QWEN3VL_MOE": "moe",
+    "HYBRIDMOE": "hybridmoe",
+    "STEP3P7": "hybridmoe",
+    "GEMMA4MIX": "gemma4",
 }
 
 
@@ -108,6 +116,18 @@ class BuildContext:
     fmha_quant_mode: str
     comm_quant_mode: str
     gemm_quant_explicit: bool = False
+
+
+#: Families whose MoE parallel rules depend on the parsed model having experts (`E > 0`),
+#: not on the family label (spec 31 §3 item 2: Qwen3.5-27B is dense).
+PER_MODEL_MOE_FAMILIES = frozenset({"QWEN35"})
+
+
+def is_moe_for_parallelism(model) -> bool:
+    """Whether the MoE width rule (``tp * adp * cp == moe_tp * moe_ep``) applies to ``model``."""
+    if model.family not in MOE_FAMILIES:
+        return False
+    return model.num_experts > 0 if model.family in PER_MODEL_MOE_FAMILIES else True
 
 
 def supported_architectures() -> list[str]:
@@ -134,6 +154,15 @@ def check_architecture(arch: str) -> str:
             known_to_reference=True,
         )
     return family
+
+
+def check_config(model) -> None:
+    """Runs the family's own config checks (``parse(model)`` of its module, if any). They come
+    before the parallelism checks of compile step 7 (spec 35 §4)."""
+    module = importlib.import_module(f"{__name__}.{_BUILDERS[model.family]}")
+    parse = getattr(module, "parse", None)
+    if parse is not None:
+        parse(model)
 
 
 def builder(family: str) -> Callable:

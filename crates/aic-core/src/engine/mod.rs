@@ -7,6 +7,7 @@ mod latency_model;
 mod per_op;
 pub mod provenance;
 mod sol;
+mod twins;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use per_op::OpResult;
 pub use provenance::ProvenanceTier;
 pub use sol::SolResult;
 use per_op::Folder;
+use twins::{Memo, Twins};
 
 /// Which phases a static run prices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +110,9 @@ pub struct Engine {
     db: Arc<PerfDatabase>,
     context: Vec<CompiledOp>,
     generation: Vec<CompiledOp>,
+    /// Identical-op sharing plans of the two phases (used by the whole-phase walks).
+    context_twins: Twins,
+    generation_twins: Twins,
     nextn: u64,
     mode: DatabaseMode,
 }
@@ -243,9 +248,11 @@ impl Engine {
         check_version_has_data(&db, cfg.backend, &version, cfg.tolerate_dirless_version)?;
         let context = spec.context_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
         let generation = spec.generation_ops.iter().map(|o| CompiledOp::compile(o, &db)).collect();
+        let context_twins = Twins::plan(&spec.context_ops, &db);
+        let generation_twins = Twins::plan(&spec.generation_ops, &db);
         let nextn = u64::from(cfg.nextn());
         let mode = cfg.database_mode;
-        Ok(Engine { spec, db, context, generation, nextn, mode })
+        Ok(Engine { spec, db, context, generation, context_twins, generation_twins, nextn, mode })
     }
 
     /// The spec this engine was built from.
@@ -266,13 +273,24 @@ impl Engine {
         self.db.resolver.load_warnings()
     }
 
-    fn walk(ops: &[CompiledOp], shape: &Shape, mut sink: Option<&mut Folder>) -> Result<f64> {
+    fn walk(ops: &[CompiledOp], twins: &Twins, shape: &Shape, mut sink: Option<&mut Folder>) -> Result<f64> {
         let mut total = 0.0;
-        for op in ops {
-            let v = op.eval(shape)?;
-            total += v.latency;
-            if let Some(f) = sink.as_deref_mut() {
-                f.add(op.name(), v);
+        if twins.is_empty() {
+            for op in ops {
+                let v = op.eval(shape)?;
+                total += v.latency;
+                if let Some(f) = sink.as_deref_mut() {
+                    f.add(op.name(), v);
+                }
+            }
+        } else {
+            let mut memo = Memo::new();
+            for (i, op) in ops.iter().enumerate() {
+                let v = twins.eval(i, op, shape, &mut memo)?;
+                total += v.latency;
+                if let Some(f) = sink.as_deref_mut() {
+                    f.add(op.name(), v);
+                }
             }
         }
         finite_total(if shape.is_context { "the context pass" } else { "the generation step" }, total)
@@ -283,7 +301,7 @@ impl Engine {
             return Err(prefix_error(isl as i64 - prefix as i64));
         }
         let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None).with_mode(self.mode);
-        Engine::walk(&self.context, &shape, sink)
+        Engine::walk(&self.context, &self.context_twins, &shape, sink)
     }
 
     fn generation_phase(&self, run: &StaticRun, mut sink: Option<&mut Folder>) -> Result<f64> {
@@ -301,11 +319,11 @@ impl Engine {
             let step = match sink.as_deref_mut() {
                 Some(outer) => {
                     let mut local = Folder::default();
-                    let step = Engine::walk(&self.generation, &shape, Some(&mut local))?;
+                    let step = Engine::walk(&self.generation, &self.generation_twins, &shape, Some(&mut local))?;
                     outer.merge_scaled(local, k as f64);
                     step
                 }
-                None => Engine::walk(&self.generation, &shape, None)?,
+                None => Engine::walk(&self.generation, &self.generation_twins, &shape, None)?,
             };
             total += step * k as f64;
             i += stride;
@@ -371,7 +389,7 @@ impl Engine {
             return Ok(0.0);
         }
         let shape = self.decode_step_shape(gen_tokens, isl, osl, gen_scale);
-        Engine::walk(&self.generation, &shape, None)
+        Engine::walk(&self.generation, &self.generation_twins, &shape, None)
     }
 
     /// Per-op list of [`Engine::decode_step_latency_ms`].
@@ -381,7 +399,7 @@ impl Engine {
         let mut f = Folder::default();
         if gen_tokens > 0 {
             let shape = self.decode_step_shape(gen_tokens, isl, osl, gen_scale);
-            Engine::walk(&self.generation, &shape, Some(&mut f))?;
+            Engine::walk(&self.generation, &self.generation_twins, &shape, Some(&mut f))?;
         }
         Ok(f.into_results())
     }
@@ -551,7 +569,7 @@ impl Engine {
         }
         .with_mode(self.mode);
         let mut f = Folder::default();
-        Engine::walk(&compiled, &shape, Some(&mut f))?;
+        Engine::walk(&compiled, &Twins::none(compiled.len()), &shape, Some(&mut f))?;
         Ok(f.into_results())
     }
 }

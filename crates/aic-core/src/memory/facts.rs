@@ -139,6 +139,27 @@ impl GdnFacts {
     }
 }
 
+/// The KV geometry of a model whose layers split into sliding-window and global attention
+/// layers with their own KV heads and head sizes (spec 35 §11.3: `STEP3P7`, `GEMMA4MIX`).
+/// The sliding layers' KV is capped at `window` tokens when `window > 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerKvSplit {
+    /// Window length in tokens; 0 = no cap (every layer grows with the sequence).
+    pub window: u64,
+    /// Sliding-window attention layers.
+    pub sliding_layers: u64,
+    /// KV heads of a sliding layer (before the tensor-parallel split).
+    pub sliding_kv_heads: u64,
+    /// Head size of a sliding layer.
+    pub sliding_head_dim: u64,
+    /// Global (full) attention layers.
+    pub global_layers: u64,
+    /// KV heads of a global layer (before the tensor-parallel split).
+    pub global_kv_heads: u64,
+    /// Head size of a global layer.
+    pub global_head_dim: u64,
+}
+
 /// Model facts the memory model reads (JSON from the Python front end, or
 /// [`ModelFacts::from_hf_config`]). Dimensions are the values the model object uses after
 /// normalisation; the naive-only fields may be absent for the native path.
@@ -196,6 +217,10 @@ pub struct ModelFacts {
     /// Gated-DeltaNet geometry (family `QWEN35` only).
     #[serde(default)]
     pub gdn: Option<GdnFacts>,
+    /// Per-layer-type KV geometry of the window-capped hybrid families (`STEP3P7`,
+    /// `GEMMA4MIX`); the compile front end derives it from the model's layer types.
+    #[serde(default)]
+    pub layer_kv: Option<LayerKvSplit>,
 }
 
 /// First positive integer among `keys` of a JSON object.
@@ -311,6 +336,7 @@ impl ModelFacts {
             torch_dtype: dtype,
             sliding_window,
             gdn: None,
+            layer_kv: None,
         })
     }
 

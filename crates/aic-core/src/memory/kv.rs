@@ -3,7 +3,7 @@
 use crate::error::{AicError, Result};
 use crate::spec::KvQuant;
 
-use super::facts::{ModelFacts, ModelFamily};
+use super::facts::{LayerKvSplit, ModelFacts, ModelFamily};
 
 /// The GPT-OSS sliding-window length (its window layers cap at 128 tokens).
 const GPT_OSS_WINDOW: u64 = 128;
@@ -36,13 +36,26 @@ pub enum KvCacheModel {
         /// Constant bytes of one request's GDN state (SSM state + conv window).
         state: f64,
     },
+    /// Sliding / global layers with their own geometry (spec 35 §11.3, `STEP3P7` and
+    /// `GEMMA4MIX`): `sliding · min(L, w) + global · L`, the `min` only when `w > 0`; inverse
+    /// is the binary search.
+    Windowed {
+        /// Bytes per token of all sliding layers: `S · ceil(kv_s/tp) · head_s · 2 · m(kv)`.
+        sliding_per_token: f64,
+        /// Bytes per token of all global layers: `G · ceil(kv_g/tp) · head_g · 2 · m(kv)`.
+        global_per_token: f64,
+        /// Window length; 0 = the sliding layers grow with the sequence too.
+        window: u64,
+        /// The model's context length, returned by a saturated search.
+        context_length: Option<u64>,
+    },
 }
 
 impl KvCacheModel {
     /// Picks the family's rule (§3.1, §3.2, §3.3) for a KV dtype and an attention TP size.
-    /// Qwen3.5 needs its GDN facts (spec 31 §9.2). Families whose curves spec 41 does not give
-    /// numerically (Gemma-4, Step-3.7,
-    /// DeepSeek-V4, Kimi-K3) are an error.
+    /// Qwen3.5 needs its GDN facts (spec 31 §9.2), Gemma-4 and Step-3.7 their sliding/global
+    /// layer split (spec 35 §11.3). Families whose curves no spec gives numerically
+    /// (DeepSeek-V4, Kimi-K3) are an error.
     pub fn for_model(facts: &ModelFacts, kv: KvQuant, tp_size: u32) -> Result<KvCacheModel> {
         let m = kv.bytes_per_elem();
         let layers = facts.num_layers as f64;
@@ -78,10 +91,18 @@ impl KvCacheModel {
                     state: g.state_bytes(tp) as f64,
                 })
             }
-            ModelFamily::Gemma4Mix
-            | ModelFamily::Step3p7
-            | ModelFamily::DeepseekV4
-            | ModelFamily::KimiK3 => Err(AicError::value(format!(
+            ModelFamily::Gemma4Mix | ModelFamily::Step3p7 => {
+                let split = facts.layer_kv.ok_or_else(|| {
+                    AicError::value(format!(
+                        "KV-cache model for family {} needs the sliding/global layer split \
+                         (layer_kv) in the model facts; build the facts with the compile front \
+                         end (aic.memory.model_facts)",
+                        facts.family
+                    ))
+                })?;
+                Ok(Self::windowed(&split, m, tp, facts.max_position_embeddings))
+            }
+            ModelFamily::DeepseekV4 | ModelFamily::KimiK3 => Err(AicError::value(format!(
                 "KV-cache model for family {} is not implemented",
                 facts.family
             ))),
@@ -100,6 +121,33 @@ impl KvCacheModel {
         }
     }
 
+    /// The window-capped rule of spec 35 §11.3 for a layer split, KV element width `m` and
+    /// attention TP size `tp`.
+    pub fn windowed(
+        split: &LayerKvSplit,
+        m: f64,
+        tp: u64,
+        context_length: Option<u64>,
+    ) -> KvCacheModel {
+        let per_token = |layers: u64, kv_heads: u64, head: u64| {
+            layers as f64 * kv_heads.div_ceil(tp) as f64 * head as f64 * 2.0 * m
+        };
+        KvCacheModel::Windowed {
+            sliding_per_token: per_token(
+                split.sliding_layers,
+                split.sliding_kv_heads,
+                split.sliding_head_dim,
+            ),
+            global_per_token: per_token(
+                split.global_layers,
+                split.global_kv_heads,
+                split.global_head_dim,
+            ),
+            window: split.window,
+            context_length,
+        }
+    }
+
     /// Bytes one sequence of `seq_len` tokens occupies (§3).
     pub fn kv_bytes(&self, seq_len: u64) -> f64 {
         let l = seq_len as f64;
@@ -115,6 +163,19 @@ impl KvCacheModel {
                 per_layer_token
                     * (*window_layers as f64 * seq_len.min(GPT_OSS_WINDOW) as f64
                         + *global_layers as f64 * l)
+            }
+            KvCacheModel::Windowed {
+                sliding_per_token,
+                global_per_token,
+                window,
+                ..
+            } => {
+                let capped = if *window > 0 {
+                    seq_len.min(*window) as f64
+                } else {
+                    l
+                };
+                sliding_per_token * capped + global_per_token * l
             }
         }
     }
@@ -136,7 +197,8 @@ impl KvCacheModel {
                     tokens_from_bytes_linear(budget - state, *per_token)
                 }
             }
-            KvCacheModel::GptOss { context_length, .. } => {
+            KvCacheModel::GptOss { context_length, .. }
+            | KvCacheModel::Windowed { context_length, .. } => {
                 tokens_from_bytes_search(budget, |l| self.kv_bytes(l), *context_length)
             }
         }
@@ -221,6 +283,7 @@ pub(crate) mod tests {
             torch_dtype: None,
             sliding_window: None,
             gdn: None,
+            layer_kv: None,
         }
     }
 
@@ -295,6 +358,60 @@ pub(crate) mod tests {
             ssm_dtype: "float32".into(),
         });
         f
+
+    }
+
+    fn split(
+        window: u64,
+        (sl, skv, shd): (u64, u64, u64),
+        (gl, gkv, ghd): (u64, u64, u64),
+    ) -> LayerKvSplit {
+        LayerKvSplit {
+            window,
+            sliding_layers: sl,
+            sliding_kv_heads: skv,
+            sliding_head_dim: shd,
+            global_layers: gl,
+            global_kv_heads: gkv,
+            global_head_dim: ghd,
+        }
+    }
+
+    /// Spec 35 §11.3: Step-3.7-Flash h200 trtllm tp 4 ep 4 (33 sliding / 12 global layers,
+    /// window 512, kv 8 × head 128 on both).
+    #[test]
+    fn step3p7_window_capped_example() {
+        let mut f = gqa("Step3p7FlashForCausalLM", ModelFamily::Step3p7, 45, 64, 8, 128);
+        f.max_position_embeddings = Some(65536);
+        f.layer_kv = Some(split(512, (33, 8, 128), (12, 8, 128)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 4).unwrap();
+        assert_eq!(m.bytes_per_token(), 46080.0);
+        assert_eq!(m.kv_bytes(1000), 33.0 * 1024.0 * 512.0 + 12.0 * 1024.0 * 1000.0);
+        let b: f64 = (151397597184.0 - 104897708032.0) * 0.9;
+        assert_eq!(m.tokens_from_bytes(b), 3404345);
+        // Without the split the family has no rule.
+        f.layer_kv = None;
+        let err = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 4).unwrap_err();
+        assert!(err.to_string().contains("STEP3P7"), "{err}");
+    }
+
+    /// Spec 35 §11.3: gemma-4-26B h200 vllm tp 1 with and without its 1024-token window, and
+    /// Gemma-4-31B tp 2 with an fp8 KV cache.
+    #[test]
+    fn gemma4_window_capped_examples() {
+        let mut f = gqa("Gemma4ForConditionalGeneration", ModelFamily::Gemma4Mix, 30, 16, 8, 256);
+        f.max_position_embeddings = Some(262144);
+        f.layer_kv = Some(split(1024, (25, 8, 256), (5, 2, 512)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 1).unwrap();
+        assert_eq!(m.bytes_per_token(), 225280.0);
+        assert_eq!(m.tokens_from_bytes(78343870873.6), 3815144);
+        f.layer_kv = Some(split(0, (25, 8, 256), (5, 2, 512)));
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 1).unwrap();
+        assert_eq!(m.tokens_from_bytes(78343870873.6), 347762);
+        let mut g = gqa("Gemma4ForConditionalGeneration", ModelFamily::Gemma4Mix, 60, 32, 16, 256);
+        g.layer_kv = Some(split(1024, (50, 16, 256), (10, 4, 512)));
+        let m = KvCacheModel::for_model(&g, KvQuant::Fp8, 2).unwrap();
+        assert_eq!(m.bytes_per_token(), 225280.0);
     }
 
     #[test]

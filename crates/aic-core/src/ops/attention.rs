@@ -38,41 +38,44 @@ fn prefill_head_ratio(backend: Backend, head: f64) -> f64 {
     ratios[i - 1] + (head.log2() - l0) / (l1 - l0) * (ratios[i] - ratios[i - 1])
 }
 
-/// The empirical reference slice of an attention op (spec 20 §4.4, §5): own head size in the
-/// window ladder `[w, 0]`, else the cross-head-size transfer. Returns the grid, the slice's SOL
-/// parameters and whether it is a cross-head transfer (with the reference head size).
+/// The empirical reference slice of an attention op (spec 20 §4.4, §5; settled by spec 35
+/// §10.2). The window ladder `[w, 0]` is window-major: at each window the op's own head size,
+/// then the cross-head-size transfer. The transfer's reference head is chosen once, among the
+/// head sizes collected for the key at any window (128 when collected, else the nearest in log
+/// space); a window where that head has no slice is skipped (no other head is tried there).
+/// Returns the grid, the slice's SOL parameters and the reference head of a transfer.
 fn empirical_slice<'t>(
     table: &'t AttentionTable,
     lane_order: &[String],
     key: SliceKey,
     params: &AttentionSolParams,
 ) -> Option<(&'t Grid, AttentionSolParams, Option<u32>)> {
-    let windows: Vec<u32> = if key.window > 0 { vec![key.window, 0] } else { vec![0] };
+    let windows: &[u32] = if key.window > 0 { &[key.window, 0] } else { &[0] };
     let at = |head: u32, w: u32| AttentionSolParams { head: f64::from(head), window: f64::from(w), ..*params };
-    // Own head size first, through the window ladder ...
-    for &w in &windows {
+    let reference = || {
+        let heads = table.head_sizes(&key);
+        if heads.is_empty() {
+            None
+        } else if heads.contains(&128) {
+            Some(128)
+        } else {
+            let target = f64::from(key.head).log2();
+            heads
+                .iter()
+                .copied()
+                .min_by(|a, b| (f64::from(*a).log2() - target).abs().total_cmp(&(f64::from(*b).log2() - target).abs()))
+        }
+    };
+    for &w in windows {
+        // Own head size at this window ...
         if let Some((_, grid)) = table.select(lane_order, &SliceKey { window: w, ..key }) {
             return Some((grid, at(key.head, w), None));
         }
-    }
-    // ... then the cross-head-size transfer.
-    for &w in &windows {
-        let k = SliceKey { window: w, ..key };
-        let heads = table.head_sizes(&k);
-        if heads.is_empty() {
-            continue;
-        }
-        let reference = if heads.contains(&128) {
-            128
-        } else {
-            let target = f64::from(key.head).log2();
-            *heads
-                .iter()
-                .min_by(|a, b| (f64::from(**a).log2() - target).abs().total_cmp(&(f64::from(**b).log2() - target).abs()))
-                .unwrap()
-        };
-        if let Some((_, grid)) = table.select(lane_order, &SliceKey { head: reference, ..k }) {
-            return Some((grid, at(reference, w), Some(reference)));
+        // ... then the transfer from the reference head at this window.
+        if let Some(head) = reference() {
+            if let Some((_, grid)) = table.select(lane_order, &SliceKey { head, window: w, ..key }) {
+                return Some((grid, at(head, w), Some(head)));
+            }
         }
     }
     None

@@ -231,13 +231,14 @@ impl AttentionTable {
         &self.sources
     }
 
-    /// Head sizes collected (in any lane) for a slice key with its head size ignored.
+    /// Head sizes collected (in any lane, at any window) for a slice key with its head size and
+    /// window ignored: the candidates of the cross-head-size transfer (spec 35 §10.2).
     pub fn head_sizes(&self, key: &SliceKey) -> Vec<u32> {
         let mut heads: Vec<u32> = self
             .lanes
             .iter()
             .flat_map(|l| l.slices.keys())
-            .filter(|k| k.fmha == key.fmha && k.kv == key.kv && k.n_kv_lookup == key.n_kv_lookup && k.window == key.window)
+            .filter(|k| k.fmha == key.fmha && k.kv == key.kv && k.n_kv_lookup == key.n_kv_lookup)
             .map(|k| k.head)
             .collect();
         heads.sort_unstable();
