@@ -21,7 +21,7 @@ use super::agg::{agg_eval, AggParams};
 use super::disagg::{compose, decode_worker, prefill_worker, RoleParams, TTFT_FACTOR};
 use super::error::ServingError;
 use super::numeric::{py_floordiv, round3};
-use super::pareto::{best_configs, group_key, pareto_front, row_identity, with_cluster_throughput, PickTargets};
+use super::pareto::{best_configs, group_key, pareto_front, with_cluster_throughput, PickTargets};
 use super::request::WorkerInput;
 use super::row::{Row, Val};
 use super::worker::Worker;
@@ -167,45 +167,10 @@ fn allowed_gpus(total: u32) -> Vec<bool> {
     v
 }
 
-/// The worker counts of a prefill / decode pair (§9.4): `Wd` outer, `Wp` inner, 1…32, the
-/// replica size allowed, maximising `min(P·Wp·0.9, D·Wd·0.92) / G` from 0.0 (strictly greater
-/// replaces). `None` when no count gives a positive rate.
-fn worker_counts(p: &Row, d: &Row, allowed: &[bool]) -> Option<(u32, u32)> {
-    let (pg, dg) = (p.f("num_total_gpus") as i64, d.f("num_total_gpus") as i64);
-    let (pseq, dseq) = (p.f("seq/s"), d.f("seq/s"));
-    let mut best_v = 0.0;
-    let mut choice = None;
-    for wd in 1..=32_i64 {
-        for wp in 1..=32_i64 {
-            let g = pg * wp + dg * wd;
-            if g < 0 || g as usize >= allowed.len() || !allowed[g as usize] {
-                continue;
-            }
-            let a = pseq * wp as f64 * 0.9;
-            let b = dseq * wd as f64 * 0.92;
-            let v = (if b < a { b } else { a }) / g as f64;
-            if v > best_v {
-                best_v = v;
-                choice = Some((wp as u32, wd as u32));
-            }
-        }
-    }
-    choice
-}
-
-/// `(tokens/s/gpu, gpus)` of the composed row, computed as [`compose`] does.
-fn composed_throughput(p: &Row, d: &Row, wp: u32, wd: u32, osl: u32) -> (f64, f64) {
-    let a = p.f("seq/s") * f64::from(wp) * 0.9;
-    let b = d.f("seq/s") * f64::from(wd) * 0.92;
-    let seq_s = if b < a { b } else { a };
-    let gpus = p.f("num_total_gpus") as i64 * i64::from(wp) + d.f("num_total_gpus") as i64 * i64::from(wd);
-    (seq_s * f64::from(osl) / gpus as f64, gpus as f64)
-}
-
 /// Outcome of one evaluated point.
 #[derive(Debug, Clone)]
 enum Point {
-    Row(Box<Row>),
+    Evaluated,
     Miss,
     OutOfMemory,
 }
@@ -223,28 +188,36 @@ fn sort_desc(rows: &mut [Row], key: &str) {
     rows.sort_by(|a, b| b.f(key).partial_cmp(&a.f(key)).unwrap_or(std::cmp::Ordering::Equal));
 }
 
-/// Drops exact duplicate rows (first kept).
-fn dedup_rows(rows: Vec<Row>) -> Vec<Row> {
-    let mut seen = std::collections::HashSet::new();
-    rows.into_iter().filter(|r| seen.insert(row_identity(r))).collect()
-}
-
 fn finish_row(mut r: Row) -> Row {
     r.set("_moe_comm_fallbacks", Val::EmptyList);
     r
 }
 
-/// Agg sweep of one layout over every constraint (§9.3).
-fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec<Row>> {
+/// One evaluated agg point: its rounded row and the unrounded values the filters read.
+#[derive(Debug)]
+struct AggPoint {
+    rounded: Row,
+    ttft: f64,
+    tpot: f64,
+    seq_s_rounded: f64,
+}
+
+/// Agg sweep of one layout over every constraint (§9.3). Returns the kept rows with the
+/// `(b, C)` of each (a row's identity: equal points give equal rows, different points differ
+/// in `bs` or `ctx_tokens`).
+fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec<((u32, u32), Row)>> {
     let p_iter = if w.nextn() > 0 { 1.0 + req.nextn_accepted.unwrap_or(0.0) } else { 1.0 };
     let speculative = p_iter > 1.0;
     let batches = agg_batches();
     let ctxs = ctx_tokens_list(req.isl);
-    let mut memo: HashMap<(u32, u32), Point> = HashMap::new();
+    let mut memo: HashMap<(u32, u32), Option<Point>> = HashMap::new();
+    let mut points: Vec<AggPoint> = Vec::new();
+    let mut index: HashMap<(u32, u32), usize> = HashMap::new();
     let (isl, osl) = (f64::from(req.isl), f64::from(req.osl));
     let mut out = Vec::new();
+    let mut emitted: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
     for &(ttft_c, tau) in cons {
-        let mut kept: Vec<Row> = Vec::new();
+        let mut kept: Vec<usize> = Vec::new();
         let mut seen_q: Vec<f64> = Vec::new();
         for &b in &batches {
             for &c in &ctxs {
@@ -263,7 +236,7 @@ fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec
                         seen_q.push(q);
                     }
                 }
-                if !memo.contains_key(&(b, c)) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = memo.entry((b, c)) {
                     let params = AggParams {
                         batch_size: b,
                         ctx_tokens: c,
@@ -283,28 +256,40 @@ fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec
                                 let v = e.row.f(key);
                                 e.row.set(key, v);
                             }
-                            Point::Row(Box::new(e.row))
+                            let (ttft, tpot) = (e.row.f("ttft"), e.row.f("tpot"));
+                            let mut rounded = e.row;
+                            rounded.round3();
+                            let seq_s_rounded = rounded.f("seq/s");
+                            index.insert((b, c), points.len());
+                            points.push(AggPoint { rounded: finish_row(rounded), ttft, tpot, seq_s_rounded });
+                            Point::Evaluated
                         }
                         Err(e) => classify(e)?,
                     };
-                    memo.insert((b, c), point);
+                    slot.insert(Some(point));
                 }
-                match &memo[&(b, c)] {
-                    Point::Miss => continue,
-                    Point::OutOfMemory => break,
-                    Point::Row(r) => {
-                        if r.f("tpot") <= tau && r.f("ttft") <= ttft_c {
-                            kept.push((**r).clone());
+                match memo[&(b, c)].as_ref() {
+                    Some(Point::Miss) | None => continue,
+                    Some(Point::OutOfMemory) => break,
+                    Some(Point::Evaluated) => {
+                        let i = index[&(b, c)];
+                        if points[i].tpot <= tau && points[i].ttft <= ttft_c {
+                            kept.push(i);
                         }
                     }
                 }
             }
         }
-        for r in &mut kept {
-            r.round3();
+        // Sorted by rounded seq/s, descending, ties in loop order; the first 10 kept.
+        kept.sort_by(|&x, &y| {
+            points[y].seq_s_rounded.partial_cmp(&points[x].seq_s_rounded).unwrap_or(std::cmp::Ordering::Equal)
+        });
+        for &i in kept.iter().take(10) {
+            let key = (points[i].rounded.f("bs") as u32, points[i].rounded.f("ctx_tokens") as u32);
+            if emitted.insert(key) {
+                out.push((key, points[i].rounded.clone()));
+            }
         }
-        sort_desc(&mut kept, "seq/s");
-        out.extend(kept.into_iter().take(10).map(finish_row));
     }
     Ok(out)
 }
@@ -332,7 +317,68 @@ fn worker_candidates(w: &Worker, req: &SweepRequest, prefill: bool) -> Result<Ve
     Ok(rows)
 }
 
-/// The disagg candidate table (§9.4 steps 2-3).
+/// The numbers of a worker candidate the disagg composition reads.
+#[derive(Debug, Clone, Copy)]
+struct Cand {
+    ttft: f64,
+    tpot: f64,
+    seq_s: f64,
+    seq_s_gpu: f64,
+    global_bs: f64,
+    gpus: f64,
+    tp: f64,
+}
+
+impl Cand {
+    fn of(r: &Row) -> Cand {
+        Cand {
+            ttft: r.f("ttft"),
+            tpot: r.f("tpot"),
+            seq_s: r.f("seq/s"),
+            seq_s_gpu: r.f("seq/s/gpu"),
+            global_bs: r.f("global_bs"),
+            gpus: r.f("num_total_gpus"),
+            tp: r.f("tp"),
+        }
+    }
+}
+
+/// The worker counts of a prefill / decode pair (§9.4): `Wd` outer, `Wp` inner, 1…32, the
+/// replica size allowed, maximising `min(P·Wp·0.9, D·Wd·0.92) / G` from 0.0 (strictly greater
+/// replaces). `None` when no count gives a positive rate.
+fn worker_counts(p: &Cand, d: &Cand, allowed: &[bool]) -> Option<(u32, u32)> {
+    let (pg, dg) = (p.gpus as i64, d.gpus as i64);
+    let mut best_v = 0.0;
+    let mut choice = None;
+    for wd in 1..=32_i64 {
+        for wp in 1..=32_i64 {
+            let g = pg * wp + dg * wd;
+            if g < 0 || g as usize >= allowed.len() || !allowed[g as usize] {
+                continue;
+            }
+            let a = p.seq_s * wp as f64 * 0.9;
+            let b = d.seq_s * wd as f64 * 0.92;
+            let v = (if b < a { b } else { a }) / g as f64;
+            if v > best_v {
+                best_v = v;
+                choice = Some((wp as u32, wd as u32));
+            }
+        }
+    }
+    choice
+}
+
+/// `(tokens/s/gpu, gpus)` of the composed row, computed as [`compose`] does.
+fn composed_throughput(p: &Cand, d: &Cand, wp: u32, wd: u32, osl: u32) -> (f64, f64) {
+    let a = p.seq_s * f64::from(wp) * 0.9;
+    let b = d.seq_s * f64::from(wd) * 0.92;
+    let seq_s = if b < a { b } else { a };
+    let gpus = p.gpus as i64 * i64::from(wp) + d.gpus as i64 * i64::from(wd);
+    (seq_s * f64::from(osl) / gpus as f64, gpus as f64)
+}
+
+/// The disagg candidate table (§9.4 steps 2-3). `prefill` / `decode` are the worker
+/// candidates with the index of their layout.
 fn disagg_table(
     prefill: &[(Row, usize)],
     decode: &[(Row, usize)],
@@ -342,74 +388,86 @@ fn disagg_table(
     sglang: bool,
 ) -> Vec<Row> {
     let allowed = allowed_gpus(req.total_gpus);
+    let pc: Vec<Cand> = prefill.iter().map(|(r, _)| Cand::of(r)).collect();
+    let dc: Vec<Cand> = decode.iter().map(|(r, _)| Cand::of(r)).collect();
+    // Decode candidates grouped by `parallel`, groups in ascending string order (§9.4 (d)).
+    let mut group_names: Vec<String> = Vec::new();
+    let mut group_of: Vec<usize> = Vec::with_capacity(decode.len());
+    for (r, _) in decode {
+        let name = r.s("parallel");
+        let g = match group_names.iter().position(|n| n == name) {
+            Some(g) => g,
+            None => {
+                group_names.push(name.to_string());
+                group_names.len() - 1
+            }
+        };
+        group_of.push(g);
+    }
+    let mut group_order: Vec<usize> = (0..group_names.len()).collect();
+    group_order.sort_by(|&a, &b| group_names[a].cmp(&group_names[b]));
     // Worker counts depend only on the (prefill, decode) candidate pair, not the constraint.
     let mut counts: HashMap<(usize, usize), Option<(u32, u32)>> = HashMap::new();
-    let mut table = Vec::new();
+    // Each winner: (prefill candidate, decode candidate, Wp, Wd) with its composed row.
+    let mut seen: std::collections::HashSet<(usize, usize, u32, u32, u64)> = std::collections::HashSet::new();
+    let mut table: Vec<Row> = Vec::new();
     for &(ttft_c, tau) in cons {
-        let mut ps: Vec<(Row, usize, usize)> = prefill
-            .iter()
-            .enumerate()
-            .filter(|(_, (r, _))| TTFT_FACTOR * r.f("ttft") < ttft_c)
-            .map(|(c, (r, i))| {
-                let mut r = r.clone();
-                r.set("ttft", TTFT_FACTOR * r.f("ttft"));
-                (r, *i, c)
-            })
-            .collect();
-        ps.sort_by(|a, b| {
-            b.0.f("seq/s/gpu")
-                .partial_cmp(&a.0.f("seq/s/gpu"))
+        // Prefill: 1.8·ttft < ttft_c, by seq/s/gpu desc then global_bs asc (stable), first 32.
+        let mut ps: Vec<usize> = (0..pc.len()).filter(|&i| TTFT_FACTOR * pc[i].ttft < ttft_c).collect();
+        ps.sort_by(|&a, &b| {
+            pc[b].seq_s_gpu
+                .partial_cmp(&pc[a].seq_s_gpu)
                 .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.0.f("global_bs").partial_cmp(&b.0.f("global_bs")).unwrap_or(std::cmp::Ordering::Equal))
+                .then(pc[a].global_bs.partial_cmp(&pc[b].global_bs).unwrap_or(std::cmp::Ordering::Equal))
         });
         ps.truncate(32);
-        let mut groups: Vec<(String, Vec<(Row, usize, usize)>)> = Vec::new();
-        for (c, (r, i)) in decode.iter().enumerate().filter(|(_, (r, _))| r.f("tpot") > 0.0 && r.f("tpot") < tau) {
-            let key = r.s("parallel").to_string();
-            match groups.iter_mut().find(|(k, _)| *k == key) {
-                Some(g) => g.1.push((r.clone(), *i, c)),
-                None => groups.push((key, vec![(r.clone(), *i, c)])),
+        let mut winners: Vec<(f64, Row, (usize, usize, u32, u32))> = Vec::new();
+        for &g in &group_order {
+            let mut rows: Vec<usize> =
+                (0..dc.len()).filter(|&i| group_of[i] == g && dc[i].tpot > 0.0 && dc[i].tpot < tau).collect();
+            if rows.is_empty() {
+                continue;
             }
-        }
-        groups.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut winners: Vec<Row> = Vec::new();
-        for (_, mut rows) in groups {
-            let mut best_rows: Option<(Row, Row)> = None;
-            rows.sort_by(|a, b| b.0.f("seq/s/gpu").partial_cmp(&a.0.f("seq/s/gpu")).unwrap_or(std::cmp::Ordering::Equal));
+            rows.sort_by(|&a, &b| dc[b].seq_s_gpu.partial_cmp(&dc[a].seq_s_gpu).unwrap_or(std::cmp::Ordering::Equal));
             rows.truncate(16);
             // (tokens/s/gpu, −gpus) of the group's best pair so far, and the pair.
             let mut best: Option<(f64, f64, usize, usize, u32, u32)> = None;
-            for (d, di, dc) in &rows {
-                for (p, pi, pc) in &ps {
-                    if sglang && p.f("tp") != d.f("tp") {
+            for &di in &rows {
+                for &pi in &ps {
+                    if sglang && pc[pi].tp != dc[di].tp {
                         continue;
                     }
-                    let choice = *counts.entry((*pc, *dc)).or_insert_with(|| worker_counts(p, d, &allowed));
+                    let choice = *counts.entry((pi, di)).or_insert_with(|| worker_counts(&pc[pi], &dc[di], &allowed));
                     let Some((wp, wd)) = choice else { continue };
-                    let (tpg, gpus) = composed_throughput(p, d, wp, wd, req.osl);
+                    let (tpg, gpus) = composed_throughput(&pc[pi], &dc[di], wp, wd, req.osl);
                     let better = match &best {
                         None => true,
                         Some(b) => tpg > b.0 || (tpg == b.0 && -gpus > b.1),
                     };
                     if better {
-                        best = Some((tpg, -gpus, *pi, *di, wp, wd));
-                        best_rows = Some((p.clone(), d.clone()));
+                        best = Some((tpg, -gpus, pi, di, wp, wd));
                     }
                 }
             }
-            let best = best.map(|(_, _, pi, di, wp, wd)| {
-                let (p, d) = best_rows.take().expect("rows of the best pair");
-                compose((&p, &workers.0[pi]), (&d, &workers.1[di]), p.f("ttft"), wp, wd, req.isl, req.osl, req.prefix)
-            });
-            if let Some(mut b) = best {
-                b.round3();
-                winners.push(finish_row(b));
+            if let Some((_, _, pi, di, wp, wd)) = best {
+                let mut p = prefill[pi].0.clone();
+                let ttft_p = TTFT_FACTOR * pc[pi].ttft;
+                p.set("ttft", ttft_p);
+                let (d, dl) = (&decode[di].0, decode[di].1);
+                let mut row = compose((&p, &workers.0[prefill[pi].1]), (d, &workers.1[dl]), ttft_p, wp, wd, req.isl, req.osl, req.prefix);
+                row.round3();
+                let tpg = row.f("tokens/s/gpu");
+                winners.push((tpg, finish_row(row), (pi, di, wp, wd)));
             }
         }
-        sort_desc(&mut winners, "tokens/s/gpu");
-        table.extend(winners.into_iter().take(5));
+        winners.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        for (_, row, (pi, di, wp, wd)) in winners.into_iter().take(5) {
+            // Exact duplicates are the same pair and counts at the same prefill TTFT.
+            if seen.insert((pi, di, wp, wd, row.f("ttft").to_bits())) {
+                table.push(row);
+            }
+        }
     }
-    let mut table = dedup_rows(table);
     sort_desc(&mut table, "tokens/s/gpu");
     table
 }
@@ -462,15 +520,17 @@ pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> 
 
     // Agg.
     let (agg_workers, mut agg_errors) = load_layouts(&req.agg, systems_path);
-    let per_layout: Vec<Result<Vec<Row>>> = agg_workers.par_iter().map(|w| agg_layout(w, req, &cons)).collect();
+    let per_layout: Vec<Result<Vec<((u32, u32), Row)>>> =
+        agg_workers.par_iter().map(|w| agg_layout(w, req, &cons)).collect();
     let mut agg_rows = Vec::new();
     for r in per_layout {
         match r {
-            Ok(rows) => agg_rows.extend(rows),
+            // Exact duplicates are the same point seen under several constraints; each layout
+            // already emitted every point once.
+            Ok(rows) => agg_rows.extend(rows.into_iter().map(|(_, row)| row)),
             Err(e) => agg_errors.push(e.to_string()),
         }
     }
-    let mut agg_rows = dedup_rows(agg_rows);
     sort_desc(&mut agg_rows, "tokens/s/gpu");
     let agg_error = agg_rows.is_empty().then(|| match agg_errors.first() {
         Some(e) => format!("sweep_agg: no results for any parallel configuration. Selected exception: {e}"),
