@@ -301,6 +301,16 @@ def estimate_kv_cache_unbuilt(
     the compile message): the naive estimate when the request allows it, else ``ValueError``
     ("unsupported model/backend/GPU for KV-cache estimation: ...")."""
 
+def serving_estimate(request_json: str, systems_path: Optional[str] = None) -> str:
+    """One serving-level estimate (spec 50, ``cli_estimate``) from compiled worker specs: JSON
+    text ``{"result", "memory", "oom", "per_ops"}``. ``RuntimeError`` when the deployment does
+    not fit (agg, disagg), ``ZeroDivisionError`` for ``ctx_tokens = 0``. Use
+    :func:`aic.serving.estimate`."""
+
+def serving_sweep(request_json: str, systems_path: Optional[str] = None) -> str:
+    """The deployment sweep (spec 50 §9, ``cli_default``) from compiled layouts: JSON text with
+    the candidate tables, Pareto fronts and picks. Use :func:`aic.serving_sweep.sweep`."""
+
 def table_names() -> List[str]:
     """The perf tables of a database, in display order (``"gemm"``, ``"context_attention"``,
     ..., ``"scale_matrix"``)."""

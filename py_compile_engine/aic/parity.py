@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import UnsupportedArchitectureError
+from .parity_serving import FAMILY as SERVING_FAMILY
+from .parity_serving import SERVING_FORMAT
 
 GOLDEN_FORMAT = "aic-goldens/1"
 DEFAULT_RTOL = 1e-9
@@ -76,6 +78,12 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
     for path in golden_files(location):
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
+        if isinstance(doc, dict) and doc.get("format") == SERVING_FORMAT:
+            # Serving-level goldens (spec 50 §11): one check per estimate / sweep case.
+            for case in doc["cases"]:
+                cases.append({**case, "_file": path.stem, "family": SERVING_FAMILY,
+                              "_serving": doc.get("kind", "estimate")})
+            continue
         if not isinstance(doc, dict) or doc.get("format") != GOLDEN_FORMAT:
             raise ValueError(f"{path.name}: not a golden file of format {GOLDEN_FORMAT!r}")
         for case in doc["cases"]:
@@ -86,6 +94,8 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
 def case_model_family(case: dict) -> str | None:
     """The reference's family label of a case (``resolved.model_family``), or — for compile
     errors — the label of the model's architecture as our parser sees it."""
+    if case.get("_serving"):
+        return None
     resolved = case.get("resolved")
     if resolved:
         return resolved.get("model_family")
@@ -479,6 +489,11 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
     ``memory_fn`` (default :func:`aic.estimate_kv_cache`) replays the memory record, one
     ``memory`` check; ``None`` leaves the memory record out.
     """
+    if case.get("_serving"):
+        from .parity_serving import run_serving_case
+
+        run_serving_case(case, report, systems_path=systems_path)
+        return
     _run_compile_and_queries(case, report, systems_path=systems_path, compile_fn=compile_fn,
                              engine_loader=engine_loader)
     if memory_fn is not None:

@@ -25,6 +25,7 @@ import pytest
 from aic import AicEngine, compile_engine
 from aic import _aic
 from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
+from aic.serving import NoFeasibleConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_SYSTEMS = REPO / "data" / "systems"
@@ -113,6 +114,21 @@ class Case:
     @property
     def exception_name(self) -> str:
         return self.exception.__name__
+
+
+def _serving(**kwargs):
+    from aic.serving import estimate
+
+    args = {"model_path": "Qwen/Qwen3-32B", "system_name": "h200_sxm", "mode": "static",
+            "backend_name": "vllm", "isl": 1024, "osl": 64, "batch_size": 4, "tp_size": 2}
+    args.update(kwargs)
+    return estimate(**args)
+
+
+def _sweep_infeasible():
+    from aic.serving_sweep import sweep
+
+    return sweep("Qwen/Qwen3-8B", 1, "h100_sxm", "vllm", isl=1000, osl=100, ttft=1.0)
 
 
 def _engine_with_gemm_table(scratch: Scratch, content: bytes):
@@ -311,6 +327,46 @@ CASES = [
     Case("engine-lfs-table", "GEMM table replaced by a Git LFS pointer", _aic.PerfDataNotAvailableError,
          "unresolved Git LFS pointer, not parquet data; run `git lfs pull`",
          lambda s: _engine_with_gemm_table(s, b"version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n")),
+    # ---- serving level (spec 50) -----------------------------------------------------------
+    Case("serving-agg-oom", "`aic.serving.estimate` agg: Llama-3.1-70B on one h100 (weights alone exceed 80 GiB)",
+         RuntimeError, "does not fit in GPU memory on system 'h100_sxm' with the given parallelism (tp=1, pp=1, dp=1)",
+         lambda s: _serving(model_path="meta-llama/Meta-Llama-3.1-70B", system_name="h100_sxm",
+                            mode="agg", backend_name="trtllm", isl=1024, osl=128, batch_size=8,
+                            tp_size=1)),
+    Case("serving-disagg-oom", "`aic.serving.estimate` disagg whose decode batch exceeds the KV budget",
+         RuntimeError, "does not fit in GPU memory on system 'h100_sxm' with the given parallelism. Try increasing",
+         lambda s: _serving(model_path="Qwen/Qwen3-8B", system_name="h100_sxm", mode="disagg",
+                            backend_name="vllm", isl=8192, osl=4096, tp_size=1, prefill_batch_size=1,
+                            prefill_num_workers=1, decode_batch_size=512, decode_num_workers=1)),
+    Case("serving-ctx-tokens-zero", "`aic.serving.estimate` agg with `ctx_tokens=0`", ZeroDivisionError,
+         "division by zero",
+         lambda s: _serving(mode="agg", ctx_tokens=0)),
+    Case("serving-agg-batch-zero", "`aic.serving.estimate` agg with `batch_size=0`", ValueError,
+         "batch_size must be at least 1 for agg mode",
+         lambda s: _serving(mode="agg", batch_size=0)),
+    Case("serving-bad-mode", "`aic.serving.estimate(mode=\"offline\")`", ValueError,
+         "Unsupported estimate mode: 'offline'",
+         lambda s: _serving(mode="offline")),
+    Case("serving-disagg-missing-workers", "`aic.serving.estimate` disagg without `prefill_num_workers`",
+         ValueError, "prefill_num_workers is required for disagg mode.",
+         lambda s: _serving(mode="disagg", prefill_batch_size=1, decode_batch_size=8,
+                            decode_num_workers=1)),
+    Case("serving-mtp-no-acceptance", "`aic.serving.estimate` with `nextn=1` and no `nextn_accepted`",
+         ValueError, "nextn=1 requires 'nextn_accepted'",
+         lambda s: _serving(model_path="deepseek-ai/DeepSeek-V3", nextn=1, tp_size=8, moe_ep_size=8)),
+    Case("serving-moe-no-width", "`aic.serving.estimate` on an MoE model without MoE widths", ValueError,
+         "At least one of moe_tp_size or moe_ep_size must be set for MoE models.",
+         lambda s: _serving(model_path="Qwen/Qwen3-30B-A3B", tp_size=2)),
+    Case("serving-unknown-backend", "`aic.serving.estimate(backend_name=\"tgi\")`", ValueError,
+         "No database found for system=h200_sxm, backend=tgi.",
+         lambda s: _serving(backend_name="tgi")),
+    Case("serving-fmha-fp8-no-data", "`aic.serving.estimate` DeepSeek-V3 trtllm with explicit `fmha_quant_mode=\"fp8\"`",
+         ValueError, "fmha_quant_mode=fp8 has no 'context_mla' perf data",
+         lambda s: _serving(model_path="deepseek-ai/DeepSeek-V3", mode="static", backend_name="trtllm",
+                            tp_size=8, moe_ep_size=8, fmha_quant_mode="fp8")),
+    Case("serving-sweep-infeasible", "`aic.serving_sweep.sweep` with a 1 ms TTFT target", NoFeasibleConfigError,
+         "No feasible configurations found for the given parameters.",
+         lambda s: _sweep_infeasible()),
 ]
 
 

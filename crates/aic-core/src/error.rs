@@ -62,6 +62,10 @@ pub enum AicError {
     /// `reuse.yaml`. Not a missing-data error, so no `Fallback` or HYBRID estimate hides it.
     #[error("perf data provenance error: {message} ({path})")]
     Provenance { path: PathBuf, message: String },
+    /// The serving layer rejected an estimate or a sweep (spec 50): out of memory, a
+    /// zero context-token budget, no feasible configuration.
+    #[error(transparent)]
+    Serving(#[from] crate::serving::ServingError),
     /// One point of a batch call failed: its index and arguments, and why. Maps to the
     /// exception family of the underlying error.
     #[error("batch point {index} {point:?}: {source}")]
@@ -96,6 +100,7 @@ impl AicError {
             | AicError::Fpm(_) => ErrorClass::Value,
             AicError::NoSolDecomposition { .. } => ErrorClass::Value,
             AicError::Provenance { .. } => ErrorClass::Value,
+            AicError::Serving(_) => ErrorClass::Value,
             AicError::BatchPoint { source, .. } => source.class(),
         }
     }

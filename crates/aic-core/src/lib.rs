@@ -51,6 +51,7 @@ pub mod fpm;
 pub mod lookup;
 pub mod memory;
 pub mod ops;
+pub mod serving;
 pub mod spec;
 
 pub use engine::{BatchKind, Engine, LatencyModel, OpResult, RunMode, Source, StaticResult, StaticRun};

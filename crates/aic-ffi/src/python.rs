@@ -724,6 +724,45 @@ fn estimate_kv_cache_unbuilt(
     .map_err(PyErr::from)
 }
 
+/// One serving-level estimate (spec 50, `cli_estimate`): `request_json` is an
+/// `aic_core::serving::EstimateRequest` (compiled worker specs, model facts, labels and the
+/// mode's arguments); the answer is JSON text `{"result", "memory", "oom", "per_ops"}`.
+/// Serving errors raise the reference's classes: `RuntimeError` for OOM,
+/// `ZeroDivisionError` for a zero context-token budget, `ValueError` otherwise.
+#[pyfunction]
+#[pyo3(signature = (request_json, systems_path=None))]
+fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
+    let root = systems_root(py, systems_path)?;
+    py.detach(|| guarded(|| aic_core::serving::estimate_json(request_json, Some(&root))))
+        .map_err(serving_error)
+}
+
+/// The deployment sweep (spec 50 §9, `cli_default`): `request_json` is an
+/// `aic_core::serving::sweep::SweepRequest`; the answer is JSON text with the candidate
+/// tables, Pareto fronts and picks per experiment.
+#[pyfunction]
+#[pyo3(signature = (request_json, systems_path=None))]
+fn serving_sweep(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
+    let root = systems_root(py, systems_path)?;
+    py.detach(|| guarded(|| aic_core::serving::sweep::sweep_json(request_json, Some(&root))))
+        .map_err(serving_error)
+}
+
+/// Maps serving errors onto the reference's exception classes; other errors as usual.
+fn serving_error(f: crate::errors::Failure) -> PyErr {
+    use pyo3::exceptions::{PyRuntimeError, PyZeroDivisionError};
+    if let crate::errors::Failure::Core(aic_core::AicError::Serving(e)) = &f {
+        let msg = e.to_string();
+        return match e.python_class() {
+            "RuntimeError" => PyRuntimeError::new_err(msg),
+            "ZeroDivisionError" => PyZeroDivisionError::new_err(msg),
+            "NoFeasibleConfigError" => PyRuntimeError::new_err(msg),
+            _ => PyValueError::new_err(msg),
+        };
+    }
+    PyErr::from(f)
+}
+
 /// Registers everything on the module object.
 pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -736,6 +775,8 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_systems_path, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_kv_cache, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
+    m.add_function(wrap_pyfunction!(serving_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
     let view_functions = views::register(m)?;
     m.add(
         "PerfDataNotAvailableError",
@@ -763,6 +804,8 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "default_systems_path",
             "estimate_kv_cache",
             "estimate_kv_cache_unbuilt",
+            "serving_estimate",
+            "serving_sweep",
             "__version__",
         ],
     )?;

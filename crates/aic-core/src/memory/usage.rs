@@ -200,7 +200,9 @@ fn activation_bytes(
             MtpScaling::Mixed { decode_tokens } => {
                 if tokens > 0.0 {
                     let d = decode_tokens as f64;
-                    act *= (tokens - d + d * (nextn + 1) as f64) / tokens;
+                    // The reference multiplies first, then divides (spec 50 §5.1): with d = 0
+                    // this is `act × tokens / tokens`, not always `act`.
+                    act = act * (tokens - d + d * (nextn + 1) as f64) / tokens;
                 }
             }
         }

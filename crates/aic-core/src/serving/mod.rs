@@ -1,0 +1,32 @@
+//! Serving-level estimates (spec 50): what a deployment delivers — TTFT, TPOT, throughput per
+//! GPU and per user — in the reference's three `cli_estimate` modes (static, agg, disagg) and
+//! its deployment sweep (`cli_default`: parallelism × batch × worker counts, Pareto front,
+//! picks).
+//!
+//! Every number here is a closed form over two or three step-engine calls per worker (spec 50
+//! §12), so this module holds no latency model of its own: it schedules engine calls, folds
+//! their per-op lists, applies the reference's formulas in the reference's float order, and
+//! keeps the reference's result rows (column order, int/float kinds, `round(3)`).
+//!
+//! * [`numeric`] — Python float floor division and the two roundings the reference applies;
+//! * [`row`] — ordered result rows;
+//! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
+//! * [`static_mode`], [`agg`], [`disagg`] — the three estimate modes (§2–§4, §6);
+//! * [`request`] — the JSON request/response surface the bindings use;
+//! * [`sweep`], [`pareto`] — the deployment sweep (§9).
+
+pub mod agg;
+pub mod disagg;
+pub mod error;
+pub mod numeric;
+pub mod pareto;
+pub mod request;
+pub mod row;
+pub mod static_mode;
+pub mod sweep;
+pub mod worker;
+
+pub use error::ServingError;
+pub use request::{estimate_json, EstimateRequest};
+pub use row::{Row, Val};
+pub use worker::{Worker, WorkerLabels};

@@ -1,0 +1,222 @@
+"""The deployment sweep (spec 50 §9, the reference's ``cli_default``).
+
+:func:`sweep` enumerates the parallel layouts a GPU budget allows (§9.2), compiles one spec per
+layout and role, and hands them to the native sweep (``aic._aic.serving_sweep``), which
+evaluates every batch / context budget / worker-count point, builds the candidate tables,
+the Pareto fronts and the picks in Rust, in parallel over layouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import paths
+from ._native import native
+from .serving import (
+    NoFeasibleConfigError,
+    _resolve_nextn,
+    build_worker,
+    resolve_version,
+)
+
+NUM_GPUS = (1, 2, 4, 8, 16)
+
+
+def parallel_layouts(is_moe: bool, backend: str, total_gpus: int) -> list[dict]:
+    """Parallel tuples of one experiment role, in the reference's order (§9.2)."""
+    out = []
+    if not is_moe:
+        for tp in (1, 2, 4, 8):
+            if tp <= total_gpus:
+                out.append({"tp_size": tp, "pp_size": 1, "attention_dp_size": 1,
+                            "moe_tp_size": 1, "moe_ep_size": 1})
+        return out
+    for tp in NUM_GPUS:
+        for pp in (1,):
+            for dp in NUM_GPUS:
+                for moe_tp in NUM_GPUS:
+                    for moe_ep in NUM_GPUS:
+                        gpus = dp * tp * pp
+                        if gpus not in NUM_GPUS or gpus > total_gpus:
+                            continue
+                        if dp * tp != moe_tp * moe_ep:
+                            continue
+                        if backend == "trtllm" and dp > 1 and tp > 1:
+                            continue
+                        if backend == "vllm" and moe_tp > 1 and moe_ep > 1:
+                            continue
+                        out.append({"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
+                                    "moe_tp_size": moe_tp, "moe_ep_size": moe_ep})
+    return out
+
+
+def sweep(
+    model_path,
+    total_gpus: int,
+    system: str,
+    backend: str = "trtllm",
+    backend_version: str | None = None,
+    *,
+    isl: int = 4000,
+    osl: int = 1000,
+    ttft: float = 2000.0,
+    tpot: float = 30.0,
+    request_latency: float | None = None,
+    prefix: int = 0,
+    nextn=0,
+    nextn_accepted: float | None = None,
+    strict_sla: bool = False,
+    free_gpu_memory_fraction: float | None = None,
+    max_seq_len: int | None = None,
+    top_n: int = 5,
+    database_mode: str = "SILICON",
+    gemm_quant_mode: str | None = None,
+    kvcache_quant_mode: str | None = None,
+    fmha_quant_mode: str | None = None,
+    moe_quant_mode: str | None = None,
+    comm_quant_mode: str | None = None,
+    systems_path: str | os.PathLike | None = None,
+) -> dict:
+    """Best deployments of ``model_path`` on ``total_gpus`` GPUs of ``system``.
+
+    Two experiments: ``agg`` (every layout × batch × context budget) and ``disagg`` (prefill
+    and decode layouts, rate-matched with worker counts; only with 2+ GPUs). Candidates must
+    meet ``ttft`` (ms); the TPOT target picks the best configs (the sweep itself scans a grid
+    of TPOT limits so the Pareto front covers every latency). With ``request_latency`` (ms)
+    the sweep scans (TTFT, TPOT) pairs that fit it instead.
+
+    Returns ``{"chosen_exp", "best_throughputs", "best_latencies", "outcomes",
+    "best_configs", "pareto_fronts", "candidates"}``; the last three map each experiment to
+    a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
+    ``parallel``, batch sizes, ...), ready for ``pandas.DataFrame``. Raises
+    :class:`aic.serving.NoFeasibleConfigError` (a ``RuntimeError``) when nothing fits.
+    """
+    from . import families
+    from .hf_config import load_model_config
+
+    nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
+    root = paths.systems_path(systems_path)
+    version = resolve_version(root, system, backend, backend_version, database_mode)
+    is_moe = load_model_config(model_path).family in families.MOE_FAMILIES
+    overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
+                 "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
+                 "comm_quant_mode": comm_quant_mode}
+
+    def layout(sizes, runs_context):
+        try:
+            w = build_worker(model_path, system, backend, version, root, sizes, overrides, nextn,
+                             runs_context, sweep=True, database_mode=database_mode,
+                             moe_label_default=1)
+            return {"worker": w}
+        except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    layouts = parallel_layouts(is_moe, backend, total_gpus)
+    context_layouts = [layout(s, True) for s in layouts]
+    request = {
+        "total_gpus": total_gpus, "isl": isl, "osl": osl, "prefix": prefix, "ttft": float(ttft),
+        "tpot": float(tpot), "request_latency": request_latency, "nextn_accepted": accepted,
+        "free_gpu_memory_fraction": free_gpu_memory_fraction, "max_seq_len": max_seq_len,
+        "top_n": top_n, "strict_sla": strict_sla, "agg": context_layouts,
+    }
+    if total_gpus >= 2:
+        request["prefill"] = context_layouts
+        request["decode"] = [layout(s, False) for s in layouts]
+    try:
+        text = native().serving_sweep(json.dumps(request), str(root))
+    except RuntimeError as exc:
+        if str(exc).startswith("No feasible configurations"):
+            raise NoFeasibleConfigError(str(exc)) from None
+        raise
+    return json.loads(text)
+
+
+# ------------------------------------------------------------------------------------ parity
+
+
+def _row_key(row: dict) -> str:
+    return json.dumps(row, sort_keys=True)
+
+
+def _multiset(rows: list[dict]) -> dict:
+    out: dict = {}
+    for r in rows:
+        k = _row_key(r)
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def check_sweep(case: dict, systems_path=None) -> tuple[bool, str]:
+    """One sweep golden: candidate tables and Pareto fronts as multisets of rows (the
+    reference orders tied rows by numpy's unstable sort, spec 50 §9.4), best configs as the
+    ordered list of (group, tokens/s/gpu_cluster) with every recorded pick present among our
+    candidates (ties: any tied row is a correct pick), and the chosen experiment, best
+    throughputs and latencies exactly."""
+    kwargs = dict(case["kwargs"])
+    if needs_context_parallelism(case):
+        return _check_sweep_without_cp(case, kwargs, systems_path)
+    model = kwargs.pop("model_path")
+    total = kwargs.pop("total_gpus")
+    system = kwargs.pop("system")
+    ours = sweep(model, total, system, **kwargs, systems_path=systems_path)
+    problems = []
+    for key in ("chosen_exp", "best_throughputs", "best_latencies"):
+        if ours.get(key) != case.get(key):
+            problems.append(f"{key}: {ours.get(key)} vs {case.get(key)}")
+    for exp, ref_rows in case["candidates"].items():
+        mine = ours["candidates"].get(exp, [])
+        a, b = _multiset(mine), _multiset(ref_rows)
+        if a != b:
+            missing = sum(n - a.get(k, 0) for k, n in b.items() if n > a.get(k, 0))
+            extra = sum(n - b.get(k, 0) for k, n in a.items() if n > b.get(k, 0))
+            problems.append(f"{exp} candidates: {len(mine)} vs {len(ref_rows)} rows, "
+                            f"{missing} missing, {extra} extra")
+        front_a = _multiset(ours["pareto_fronts"].get(exp, []))
+        front_b = _multiset(case["pareto_fronts"][exp])
+        if front_a != front_b:
+            problems.append(f"{exp} pareto front differs ({len(ours['pareto_fronts'].get(exp, []))}"
+                            f" vs {len(case['pareto_fronts'][exp])} rows)")
+        gk = "(d)parallel" if exp == "disagg" else "parallel"
+        mine_best = [(r[gk], r["tokens/s/gpu_cluster"]) for r in ours["best_configs"].get(exp, [])]
+        ref_best = [(r[gk], r["tokens/s/gpu_cluster"]) for r in case["best_configs"][exp]]
+        if mine_best != ref_best:
+            problems.append(f"{exp} best configs {mine_best} vs {ref_best}")
+        keys = {_row_key({k: v for k, v in r.items() if k != "tokens/s/gpu_cluster"})
+                for r in mine}
+        for r in case["best_configs"][exp]:
+            if _row_key({k: v for k, v in r.items() if k != "tokens/s/gpu_cluster"}) not in keys:
+                problems.append(f"{exp} pick {r[gk]} {r['tokens/s/gpu_cluster']} not among ours")
+    return not problems, "; ".join(problems)[:600]
+
+
+def needs_context_parallelism(case: dict) -> bool:
+    """True when the recorded sweep explored context parallelism (SGLang, spec 50 §9.2): its
+    tables hold ``cp`` > 1 rows, which aic cannot produce until ``cp_size`` is supported."""
+    for rows in case.get("candidates", {}).values():
+        for r in rows:
+            if (r.get("cp") or 1) > 1 or (r.get("(p)cp") or 1) > 1:
+                return True
+    return False
+
+
+def _check_sweep_without_cp(case: dict, kwargs: dict, systems_path) -> tuple[bool, str]:
+    """The part of a context-parallel sweep aic can check today: the candidate rows of the
+    ``cp = 1`` layouts (layouts are independent, so these rows do not depend on the cp > 1
+    ones). The Pareto fronts and picks mix both and are not checked; the detail says so."""
+    model = kwargs.pop("model_path")
+    total = kwargs.pop("total_gpus")
+    system = kwargs.pop("system")
+    ours = sweep(model, total, system, **kwargs, systems_path=systems_path)
+    problems = []
+    for exp, ref_rows in case["candidates"].items():
+        ref_cp1 = [r for r in ref_rows if (r.get("cp") or 1) == 1 and (r.get("(p)cp") or 1) == 1]
+        if any((r.get("(p)cp") or 1) > 1 for r in ref_rows):
+            continue  # disagg pairs compete across cp inside a decode group
+        a, b = _multiset(ours["candidates"].get(exp, [])), _multiset(ref_cp1)
+        if a != b:
+            problems.append(f"{exp} cp=1 candidates: {sum(a.values())} vs {sum(b.values())} rows")
+    detail = "; ".join(problems) or (
+        "cp=1 candidate rows match; Pareto fronts and picks not checked (cp > 1 layouts need "
+        "context parallelism)")
+    return not problems, detail[:600]

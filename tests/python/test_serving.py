@@ -1,0 +1,92 @@
+"""The serving level (spec 50) through the public Python surface and the CLI: worked examples
+of the spec, the argument checks in the reference's order, the sweep's tables and picks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aic._aic", reason="needs the native module (pip install .)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from aic.cli import main  # noqa: E402
+from aic.serving import estimate  # noqa: E402
+from aic.serving_sweep import parallel_layouts, sweep  # noqa: E402
+
+GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
+
+
+def _golden(case_id: str) -> dict:
+    doc = json.loads((GOLDENS / "serving.json").read_text())
+    return next(c for c in doc["cases"] if c["id"] == case_id)
+
+
+def test_a4_context_heavy_trtllm_uses_python_floor_division():
+    # spec 50 A4: g = int(64 // 1.28) = 49, all 64 iterations mixed, qf capped at 4.
+    out = estimate("Qwen/Qwen3-32B", "h200_sxm", mode="agg", backend_name="trtllm", isl=8000,
+                   osl=50, batch_size=64, tp_size=4)
+    sched = out["per_ops"]["scheduling"]
+    assert sched["mix_decode_requests"] == 49.0
+    assert sched["num_genonly_steps"] == 0.0
+    assert out["result"]["ttft"] == sched["mix_step_latency_ms"] * 4
+    assert out["result"]["raw"]["balance_score"] == 1.28
+
+
+def test_d4_mtp_disagg_projects_decode():
+    golden = _golden("dis_dsv3_b200_sgl_mtp")
+    out = estimate(**golden["kwargs"])
+    assert out["result"]["tpot"] == 20.517
+    assert out["result"]["raw"]["concurrency"] == 256
+
+
+def test_static_oom_is_a_warning():
+    golden = _golden("st_q8_h100_vllm_tp1_b128_kvover")
+    out = estimate(**golden["kwargs"])
+    assert out["result"]["kv_cache_warning"].startswith("OOM: the model 'Qwen/Qwen3-8B'")
+    assert out["memory"]["total"] == 286.755859375
+
+
+def test_validation_order_mode_before_backend():
+    with pytest.raises(ValueError, match="Unsupported estimate mode"):
+        estimate("Qwen/Qwen3-32B", "h200_sxm", mode="offline", backend_name="tgi")
+
+
+def test_moe_layouts_of_eight_gpus():
+    # spec 50 §9.2: gpt-oss-120b / Qwen3-30B-A3B on 8 GPUs: 19 layouts per backend rule.
+    assert len(parallel_layouts(True, "trtllm", 8)) == 19
+    assert len(parallel_layouts(True, "vllm", 8)) == 19
+    assert [l["tp_size"] for l in parallel_layouts(False, "vllm", 4)] == [1, 2, 4]
+
+
+def test_cli_estimate_mode_json():
+    golden = _golden("agg_q32_h200_vllm_tp2_b32")
+    result = CliRunner().invoke(main, ["estimate", "Qwen/Qwen3-32B", "-s", "h200_sxm", "-b", "vllm",
+                                       "--tp", "2", "--isl", "2048", "--osl", "256", "--batch",
+                                       "32", "--mode", "agg", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["result"]["raw"] == golden["result"]["raw"]
+
+
+def test_cli_estimate_without_mode_is_the_step_estimate():
+    result = CliRunner().invoke(main, ["estimate", "Qwen/Qwen3-32B", "-s", "h200_sxm", "-b", "vllm",
+                                       "--tp", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "ttft_ms" in result.output
+
+
+def test_cli_sweep_tables_and_plot():
+    result = CliRunner().invoke(main, ["sweep", "Qwen/Qwen3-8B", "-s", "h100_sxm", "-b", "vllm",
+                                       "--gpus", "2", "--isl", "1000", "--osl", "200"])
+    assert result.exit_code == 0, result.output
+    assert "agg: best configs" in result.output and "disagg: best configs" in result.output
+    assert "chosen:" in result.output and "tokens/s/user ->" in result.output
+
+
+def test_sweep_is_deterministic():
+    a = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "vllm", isl=1000, osl=200)
+    b = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "vllm", isl=1000, osl=200)
+    assert a == b
