@@ -4,7 +4,8 @@ A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` w
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
 LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``),
-DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``).
+DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``), NEMOTRONH and
+NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ QK_NORM_ARCHS = frozenset({"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2
 #: QWEN35 has dense members, so the rules depend on the parsed model's expert count too).
 MOE_FAMILIES = frozenset(
     {"MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL_MOE", "HYBRIDMOE", "QWEN35", "GEMMA4MIX", "DEEPSEEKV32",
-     "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7"}
+     "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7", "NEMOTRONH"}
 )
 
 #: Families aic can build, and the module implementing each.
@@ -88,6 +89,8 @@ _BUILDERS: dict[str, str] = {
     "KIMIK25": "deepseek",
     "DEEPSEEKV32": "deepseekv32",
     "QWEN35": "qwen35",
+    "NEMOTRONH": "nemotronh",
+    "NEMOTRONNAS": "nemotronnas",
 }
 
 
