@@ -26,7 +26,7 @@ def _run(family: str) -> parity.Report:
     return parity.run_parity(cases)
 
 
-@pytest.mark.parametrize("family", ["dense", "moe", "mla", "edge", "qwen35"])
+@pytest.mark.parametrize("family", ["dense", "moe", "mla", "edge", "qwen35", "nemotron"])
 def test_family_agrees_with_reference(family):
     report = _run(family)
     failures = [(c.case_id, c.kind, c.detail) for c in report.checks if not c.passed]
