@@ -1,6 +1,6 @@
 //! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
 //! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
-//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm) and a Qwen3.5 (Gated-DeltaNet hybrid) engine. Arguments change on every call so no memo can hide
+//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm), a Qwen3.5 (Gated-DeltaNet hybrid) and a Nemotron 3 Super (Mamba2 hybrid) engine. Arguments change on every call so no memo can hide
 //! the work. Run: `cargo bench -p aic-core --bench estimates`.
 
 use std::hint::black_box;
@@ -91,6 +91,8 @@ fn estimates(c: &mut Criterion) {
     bench_engine(c, "dsa_glm5_fp8_b200_tp8_ep8", &dsa);
     let gdn = golden_engine("qwen35.json", "qwen35/Qwen3.5-397B-A17B/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
     bench_engine(c, "qwen35_397b_a17b_tp8_ep8", &gdn);
+    let mamba = golden_engine("nemotron.json", "nemotron/NVIDIA-Nemotron-3-Super-120B-A12B-FP8/h200_sxm/vllm/tp4-pp1-dp1-mtp1-ep4");
+    bench_engine(c, "nemotron3_super_120b_fp8_tp4_ep4", &mamba);
 }
 
 criterion_group! {
