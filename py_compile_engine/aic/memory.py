@@ -102,7 +102,9 @@ def model_facts(model: ModelConfig) -> dict:
     """
     cfg = _text_fields(model)
     kv_heads = model.num_kv_heads
-    if not kv_heads:
+    # The Nemotron families keep ``num_key_value_heads or 0`` (spec 33 §9.2): a NAS config
+    # without it has no per-token KV, and the estimate says so.
+    if not kv_heads and model.family not in ("NEMOTRONH", "NEMOTRONNAS"):
         multi_query = (cfg.get("multi_query") is True
                        and cfg.get("new_decoder_architecture") is not True)
         kv_heads = 1 if multi_query else model.num_heads
@@ -227,7 +229,9 @@ def estimate_kv_cache(
             kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
             comm_quant_mode=comm_quant_mode, nextn=nextn, systems_path=systems_path,
         )
-    except ValueError as exc:
+    except (ValueError, AssertionError) as exc:
+        # Every compile failure (AssertionError: NEMOTRONNAS with nextn, spec 33 §6.5) becomes
+        # the reference's "unsupported model" ValueError.
         try:
             facts_json = json.dumps(model_facts(load_model_config(model)))
         except Exception:  # noqa: BLE001 - no usable config: the facts are optional here

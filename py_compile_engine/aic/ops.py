@@ -80,13 +80,13 @@ def generation_attention(name: str, scale: float, n: int, n_kv: int, head_size: 
 
 def moe(name: str, scale: float, hidden_size: int, inter_size: int, topk: int, num_experts: int,
         moe_tp_size: int, moe_ep_size: int, attention_dp_size: int, quant_mode: str,
-        workload_distribution: str, *, is_context: bool = True) -> dict:
+        workload_distribution: str, *, is_context: bool = True, is_gated: bool = True) -> dict:
     return {"Moe": {
         "name": name, "scale_factor": _f(scale), "hidden_size": int(hidden_size),
         "inter_size": int(inter_size), "topk": int(topk), "num_experts": int(num_experts),
         "moe_tp_size": int(moe_tp_size), "moe_ep_size": int(moe_ep_size),
         "attention_dp_size": int(attention_dp_size), "quant_mode": quant_mode,
-        "workload_distribution": workload_distribution, "is_gated": True, "moe_backend": None,
+        "workload_distribution": workload_distribution, "is_gated": bool(is_gated), "moe_backend": None,
         "enable_eplb": False, "is_context": bool(is_context),
     }}
 
@@ -118,6 +118,17 @@ def gdn(name: str, scale: float, kernel_source: str, phase: str, d_model: int, d
         "d_model": int(d_model), "d_conv": int(d_conv), "num_k_heads": int(num_k_heads),
         "head_k_dim": int(head_k_dim), "num_v_heads": int(num_v_heads),
         "head_v_dim": int(head_v_dim), "mamba_ssm_dtype": mamba_ssm_dtype,
+    }}
+
+
+def mamba2(name: str, scale: float, kernel_source: str, phase: str, d_model: int, d_state: int,
+           d_conv: int, nheads: int, head_dim: int, n_groups: int, chunk_size: int) -> dict:
+    """One Mamba2 kernel (spec 33 §7.1); head and group counts are the whole layer's."""
+    return {"Mamba2": {
+        "name": name, "scale_factor": _f(scale), "kernel_source": kernel_source, "phase": phase,
+        "d_model": int(d_model), "d_state": int(d_state), "d_conv": int(d_conv),
+        "nheads": int(nheads), "head_dim": int(head_dim), "n_groups": int(n_groups),
+        "chunk_size": int(chunk_size),
     }}
 
 

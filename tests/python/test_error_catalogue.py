@@ -71,11 +71,18 @@ class Scratch:
                 config[key] = value
         return self.config_dir(config)
 
-    def shipped(self, model: str, change: Callable[[dict], object]) -> str:
-        """A shipped config with ``change`` applied to its text section (the nested
-        ``text_config`` when there is one, else the whole config)."""
+    def shipped(self, model: str, change: Callable[[dict], object] | None = None, **changes) -> str:
+        """A shipped config with top-level fields changed (``None`` deletes a field) and
+        ``change`` applied to its text section (the nested ``text_config`` when there is one,
+        else the whole config)."""
         config = json.loads((MODEL_CONFIGS / f"{model.replace('/', '--')}_config.json").read_text())
-        change(config.get("text_config", config))
+        for key, value in changes.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        if change is not None:
+            change(config.get("text_config", config))
         return self.config_dir(config)
 
     def systems_copy(self) -> Path:
@@ -272,6 +279,21 @@ CASES = [
          lambda s: compile_engine(s.shipped("google/gemma-4-26B-A4B",
                                             lambda c: c.pop("num_key_value_heads")),
                                   "h200_sxm", "vllm")),
+    Case("nemotronh-no-pattern", "Nemotron-H config with neither `hybrid_override_pattern` nor `layers_block_type`",
+         TypeError, "NemotronH config must define 'hybrid_override_pattern' or 'layers_block_type'.",
+         lambda s: compile_engine(s.shipped("nvidia/Nemotron-H-56B-Base-8K", hybrid_override_pattern=None),
+                                  "h200_sxm", "trtllm")),
+    Case("nemotronh-block-type", "Nemotron 3 config whose `layers_block_type` lists `\"Mamba\"`", ValueError,
+         "Unsupported NemotronH layer block type 'Mamba'. Supported values: *, -, E, M, attention, dense, ffn, mamba, mlp, moe",
+         lambda s: compile_engine(s.shipped("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", hybrid_override_pattern=None,
+                                            layers_block_type=["Mamba"]), "h200_sxm", "trtllm")),
+    Case("nemotronh-missing-mamba-field", "Nemotron-H config without `mamba_num_heads`", KeyError,
+         "'mamba_num_heads'",
+         lambda s: compile_engine(s.shipped("nvidia/Nemotron-H-56B-Base-8K", mamba_num_heads=None),
+                                  "h200_sxm", "trtllm")),
+    Case("nemotronnas-nextn", "Llama-3.3-Nemotron-Super-49B (NAS) with `nextn=1`", AssertionError,
+         "NemotronNas does not support MTP speculative decoding (nextn must be 0)",
+         lambda s: compile_engine("nvidia/Llama-3_3-Nemotron-Super-49B-v1", "h200_sxm", "trtllm", nextn=1)),
     # ---- deployment names -------------------------------------------------------------------
     Case("compile-unknown-system", "system `h300_sxm`", ValueError, "'h300_sxm'",
          lambda s: compile_engine("Qwen/Qwen3-8B", "h300_sxm", "vllm")),

@@ -27,7 +27,9 @@ def _run(family: str) -> parity.Report:
 
 
 @pytest.mark.parametrize(
-    "family", ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "serving"])
+    "family",
+    ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving"],
+)
 def test_family_agrees_with_reference(family):
     report = _run(family)
     failures = [(c.case_id, c.kind, c.detail) for c in report.checks if not c.passed]

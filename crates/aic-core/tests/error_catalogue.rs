@@ -982,6 +982,20 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            id: "mamba2-sol-split",
+            input: "the SOL decomposition of a `Mamba2` op (Nemotron-H conv1d kernel)",
+            variant: "NoSolDecomposition",
+            class: ErrorClass::Value,
+            fragment: "no SOL decomposition for op \"context_mamba_conv1d\" (Mamba2",
+            run: || {
+                let ops = json!([{"Mamba2": {"name": "context_mamba_conv1d", "scale_factor": 23.0,
+                    "kernel_source": "causal_conv1d_fn", "phase": "context", "d_model": 2688, "d_state": 128,
+                    "d_conv": 4, "nheads": 64, "head_dim": 64, "n_groups": 8, "chunk_size": 128}}])
+                .to_string();
+                ignore(shipped_engine().evaluate_ops_sol_json(&ops, true, 4, 1000, 0, 1.0, None))
+            },
+        },
+        Case {
             id: "args-backend-name",
             input: "backend name `tensorrt`",
             variant: "InvalidConfig",

@@ -235,3 +235,9 @@ fn systems_goldens_match_reference() {
 fn qwen35_goldens_match_reference() {
     assert_family("qwen35.json", |_| true, 1000);
 }
+
+/// Nemotron-H / Nemotron 3 hybrids (Mamba2) and Nemotron-NAS (spec 33), every database mode.
+#[test]
+fn nemotron_goldens_match_reference() {
+    assert_family("nemotron.json", |_| true, 1000);
+}

@@ -6,8 +6,9 @@ adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new).
 LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7, ``moe``),
 DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
 GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31,
-``qwen35``). A module may also expose ``parse(model)``: the config checks the reference runs
-while it builds the model object, before any parallelism check (spec 35 §4).
+``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``). A module may
+also expose ``parse(model)``: the config checks the reference runs while it builds the model
+object, before any parallelism check (spec 35 §4).
 """
 
 from __future__ import annotations
@@ -77,10 +78,11 @@ NESTED_TEXT_KEY: dict[str, str] = {
 QK_NORM_ARCHS = frozenset({"Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM"})
 
 #: MoE families: the MoE parallel rules of spec 30 §4 apply to their members, dense Gemma-4
-#: variants included (spec 35 §1), except in QWEN35, where they apply per model (spec 31 §3).
+#: variants included (spec 35 §1), except in QWEN35 and NEMOTRONH, where they apply per model
+#: (spec 31 §3, spec 33 §4: Qwen3.5-27B and Nemotron-H-56B have no experts).
 MOE_FAMILIES = frozenset(
     {"MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL_MOE", "HYBRIDMOE", "QWEN35", "GEMMA4MIX", "DEEPSEEKV32",
-     "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7"}
+     "DEEPSEEKV4", "KIMIK3", "MINIMAXM3", "STEP3P7", "NEMOTRONH"}
 )
 
 #: Families aic can build, and the module implementing each.
@@ -96,6 +98,8 @@ _BUILDERS: dict[str, str] = {
     "HYBRIDMOE": "hybridmoe",
     "STEP3P7": "hybridmoe",
     "GEMMA4MIX": "gemma4",
+    "NEMOTRONH": "nemotronh",
+    "NEMOTRONNAS": "nemotronnas",
 }
 
 
@@ -119,8 +123,8 @@ class BuildContext:
 
 
 #: Families whose MoE parallel rules depend on the parsed model having experts (`E > 0`),
-#: not on the family label (spec 31 §3 item 2: Qwen3.5-27B is dense).
-PER_MODEL_MOE_FAMILIES = frozenset({"QWEN35"})
+#: not on the family label (spec 31 §3 item 2: Qwen3.5-27B is dense; spec 33: Nemotron-H-56B).
+PER_MODEL_MOE_FAMILIES = frozenset({"QWEN35", "NEMOTRONH"})
 
 
 def is_moe_for_parallelism(model) -> bool:

@@ -73,7 +73,8 @@ pub fn op_weight_bytes(op: &Op) -> f64 {
         | Op::MlaBmm(_)
         | Op::MlaModuleContext(_)
         | Op::MlaModuleGeneration(_)
-        | Op::Gdn(_) => 0.0,
+        | Op::Gdn(_)
+        | Op::Mamba2(_) => 0.0,
     }
 }
 

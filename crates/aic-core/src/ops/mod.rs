@@ -10,6 +10,7 @@ mod dsa;
 mod empirical;
 mod gdn;
 mod gemm;
+mod mamba2;
 mod memory;
 mod mla;
 mod moe;
@@ -27,6 +28,7 @@ pub use composite::{FallbackEval, OverlapEval};
 pub use dsa::{context_roofline, full_frac, generation_roofline, DsaDims, DsaEval, DsaRates};
 pub use gdn::{gdn_sol_ms, GdnEval};
 pub use gemm::GemmEval;
+pub use mamba2::{mamba2_sol_ms, Mamba2Eval};
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
 pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
@@ -222,6 +224,7 @@ pub enum CompiledOp {
     Fallback(FallbackEval),
     Dsa(DsaEval),
     Gdn(GdnEval),
+    Mamba2(Mamba2Eval),
 }
 
 impl CompiledOp {
@@ -250,6 +253,7 @@ impl CompiledOp {
             Op::DsaContext(o) => CompiledOp::Dsa(DsaEval::compile(o, true, db)),
             Op::DsaGeneration(o) => CompiledOp::Dsa(DsaEval::compile(o, false, db)),
             Op::Gdn(o) => CompiledOp::Gdn(GdnEval::compile(o, db)),
+            Op::Mamba2(o) => CompiledOp::Mamba2(Mamba2Eval::compile(o, db)),
         }
     }
 
@@ -274,6 +278,7 @@ impl CompiledOp {
             CompiledOp::Fallback(o) => &o.name,
             CompiledOp::Dsa(o) => &o.name,
             CompiledOp::Gdn(o) => &o.name,
+            CompiledOp::Mamba2(o) => &o.name,
         }
     }
 
@@ -298,6 +303,7 @@ impl CompiledOp {
             CompiledOp::Fallback(o) => o.eval(shape),
             CompiledOp::Dsa(o) => o.eval(shape),
             CompiledOp::Gdn(o) => o.eval(shape),
+            CompiledOp::Mamba2(o) => o.eval(shape),
         }
     }
 
@@ -326,6 +332,7 @@ impl CompiledOp {
             CompiledOp::Fallback(o) => o.sol_split(shape),
             CompiledOp::Dsa(o) => o.sol_split(shape),
             CompiledOp::Gdn(o) => o.sol_split(shape),
+            CompiledOp::Mamba2(o) => o.sol_split(shape),
         }
     }
 }

@@ -304,6 +304,26 @@ pub struct GdnOp {
     pub mamba_ssm_dtype: String,
 }
 
+/// One Mamba2 state-space kernel of a Nemotron-H layer (spec 33 §7): conv1d or chunked scan in
+/// prefill, conv update or selective state update in decode, priced from the `mamba2_perf`
+/// table or its memory-bound SOL. Head and group counts are the whole layer's (unsharded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mamba2Op {
+    pub name: String,
+    pub scale_factor: f64,
+    /// Kernel name as the table spells it (e.g. `causal_conv1d_fn`).
+    pub kernel_source: String,
+    /// `context` or `generation`: decides the kernel branch, not the runtime shape.
+    pub phase: String,
+    pub d_model: u32,
+    pub d_state: u32,
+    pub d_conv: u32,
+    pub nheads: u32,
+    pub head_dim: u32,
+    pub n_groups: u32,
+    pub chunk_size: u32,
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "OverlapOpWire")]
@@ -426,6 +446,7 @@ pub enum Op {
     DsaContext(DsaOp),
     DsaGeneration(DsaOp),
     Gdn(GdnOp),
+    Mamba2(Mamba2Op),
 }
 
 impl Op {
@@ -475,6 +496,7 @@ impl Op {
                 vec![("scale_factor", o.scale_factor), ("full_frac", o.full_frac)]
             }
             Op::Gdn(o) => scale(o.scale_factor),
+            Op::Mamba2(o) => scale(o.scale_factor),
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
@@ -501,6 +523,7 @@ impl Op {
             Op::Fallback(o) => &o.name,
             Op::DsaContext(o) | Op::DsaGeneration(o) => &o.name,
             Op::Gdn(o) => &o.name,
+            Op::Mamba2(o) => &o.name,
         }
     }
 }

@@ -7,6 +7,7 @@ mod comm;
 mod dsa;
 mod gdn;
 mod gemm;
+mod mamba2;
 mod mla;
 mod moe;
 mod quantize;
@@ -20,6 +21,7 @@ pub use dsa::{
 };
 pub use gdn::{normalise_gdn_kernel, GdnKey, GdnTable, GDN_RECURRENCE_KERNEL, GDN_TABLE};
 pub use gemm::GemmTable;
+pub use mamba2::{Mamba2Key, Mamba2Table, MAMBA2_TABLE};
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
 pub use quantize::{QuantizeKernel, QuantizeTable};
@@ -61,6 +63,7 @@ pub struct PerfDatabase {
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
     dsa: DsaTables,
     gdn: OnceLock<Result<Arc<GdnTable>>>,
+    mamba2: OnceLock<Result<Arc<Mamba2Table>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -134,6 +137,7 @@ impl PerfDatabase {
             scale_matrix: OnceLock::new(),
             dsa: DsaTables::default(),
             gdn: OnceLock::new(),
+            mamba2: OnceLock::new(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -228,6 +232,11 @@ impl PerfDatabase {
     /// The Gated-DeltaNet kernel table (spec 31 §6).
     pub fn gdn(&self) -> Result<&Arc<GdnTable>> {
         self.gdn.get_or_init(|| GdnTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The Mamba2 kernel table (spec 33 §7.2).
+    pub fn mamba2(&self) -> Result<&Arc<Mamba2Table>> {
+        self.mamba2.get_or_init(|| Mamba2Table::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
