@@ -5,6 +5,7 @@
 mod attention;
 mod comm;
 mod dsa;
+mod dsv4;
 mod gdn;
 mod gemm;
 mod mla;
@@ -17,6 +18,9 @@ pub use comm::{CustomAllReduceTable, NcclTable};
 pub use dsa::{
     dsa_buckets, is_no_dsa_rows, nearest_entry, DsaBucket, DsaKey, DsaModuleTable, DsaPart, DsaSlice, DsaTables, ModuleRows,
     SparseKernel, SparseKernelTable, SparseKernelTables,
+};
+pub use dsv4::{
+    nearest_head, Dsv4Calibration, Dsv4Delta, Dsv4Key, Dsv4ModuleTable, Dsv4PagedMqa, Dsv4Tables, MhcKey, MhcTable,
 };
 pub use gdn::{normalise_gdn_kernel, GdnKey, GdnTable, GDN_RECURRENCE_KERNEL, GDN_TABLE};
 pub use gemm::GemmTable;
@@ -61,6 +65,7 @@ pub struct PerfDatabase {
     scale_matrix: OnceLock<Result<Arc<QuantizeTable>>>,
     dsa: DsaTables,
     gdn: OnceLock<Result<Arc<GdnTable>>>,
+    dsv4: Dsv4Tables,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -134,6 +139,7 @@ impl PerfDatabase {
             scale_matrix: OnceLock::new(),
             dsa: DsaTables::default(),
             gdn: OnceLock::new(),
+            dsv4: Dsv4Tables::default(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -228,6 +234,11 @@ impl PerfDatabase {
     /// The Gated-DeltaNet kernel table (spec 31 §6).
     pub fn gdn(&self) -> Result<&Arc<GdnTable>> {
         self.gdn.get_or_init(|| GdnTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The DeepSeek-V4 tables (spec 34), loaded on first use.
+    pub fn dsv4(&self) -> &Dsv4Tables {
+        &self.dsv4
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
