@@ -136,50 +136,37 @@ pub fn dsv4_roofline(op: &Dsv4Op, r: &Dsv4Rates, context: bool, b: u64, s: u64, 
     Roofline { math_s: math, mem_s: mem }
 }
 
-/// 1-D resolution of the top-k correction: mean-merge duplicates, exact, clamp outside,
-/// linear inside; `None` when empty.
-fn interp_1d(points: &[(u64, f64)], x: u64) -> Option<f64> {
-    let mut merged: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
-    for &(c, v) in points {
-        let e = merged.entry(c).or_insert((0.0, 0));
-        e.0 += v;
-        e.1 += 1;
-    }
-    let pts: Vec<(u64, f64)> = merged.into_iter().map(|(c, (s, n))| (c, s / f64::from(n))).collect();
+/// 1-D resolution over points with ascending distinct coordinates: exact, clamp to the end
+/// values outside, linear inside; `None` when empty.
+fn interp_1d(pts: &[(u64, f64)], x: u64) -> Option<f64> {
     let (first, last) = (pts.first()?, pts.last()?);
-    if let Some(&(_, v)) = pts.iter().find(|(c, _)| *c == x) {
-        return Some(v);
-    }
     if x <= first.0 {
         return Some(first.1);
     }
     if x >= last.0 {
         return Some(last.1);
     }
-    let i = pts.iter().position(|(c, _)| *c > x)?;
-    let (x0, y0) = pts[i - 1];
+    let i = pts.partition_point(|(c, _)| *c < x);
     let (x1, y1) = pts[i];
+    if x1 == x {
+        return Some(y1);
+    }
+    let (x0, y0) = pts[i - 1];
     Some(y0 + (y1 - y0) * ((x as f64 - x0 as f64) / (x1 as f64 - x0 as f64)))
 }
 
 /// The top-k correction Δ at `(p, i, bs)` (spec 34 §5.4): exact key, else chained 1-D
 /// interpolation prefix → isl → batch; `max(0, ·)`, 0 when nothing resolves.
 pub fn topk_delta(delta: &Dsv4Delta, p: u64, i: u64, bs: u64) -> f64 {
-    if let Some(v) = delta.get(&(p, i, bs)) {
+    if let Some(v) = delta.exact(p, i, bs) {
         return v.max(0.0);
     }
-    // batch → isl → [(prefix, value)]
-    let mut by: BTreeMap<u64, BTreeMap<u64, Vec<(u64, f64)>>> = BTreeMap::new();
-    for (&(st, isl, b), &v) in delta {
-        by.entry(b).or_default().entry(isl).or_default().push((st, v));
-    }
     let mut over_batch: Vec<(u64, f64)> = Vec::new();
-    for (b, isls) in &by {
-        let mut over_isl: Vec<(u64, f64)> = Vec::new();
+    let mut over_isl: Vec<(u64, f64)> = Vec::new();
+    for (b, isls) in delta.nested() {
+        over_isl.clear();
         for (isl, steps) in isls {
-            let mut steps = steps.clone();
-            steps.sort_by_key(|(s, _)| *s);
-            if let Some(v) = interp_1d(&steps, p) {
+            if let Some(v) = interp_1d(steps, p) {
                 over_isl.push((*isl, v));
             }
         }

@@ -147,8 +147,37 @@ impl Dsv4ModuleTable {
     }
 }
 
-/// `(step, isl, batch)` → Δ latency of one native head count.
-pub type Dsv4Delta = HashMap<(u64, u64, u64), f64>;
+/// The top-k correction Δ of one native head count: exact `(step, isl, batch)` values and the
+/// same points nested `batch → isl → [(step, Δ)]` (steps ascending) for the chained
+/// interpolation.
+#[derive(Debug, Default, Clone)]
+pub struct Dsv4Delta {
+    exact: HashMap<(u64, u64, u64), f64>,
+    nested: BTreeMap<u64, BTreeMap<u64, Vec<(u64, f64)>>>,
+}
+
+impl Dsv4Delta {
+    /// Adds one point (first wins).
+    pub fn insert(&mut self, step: u64, isl: u64, batch: u64, delta: f64) {
+        if self.exact.contains_key(&(step, isl, batch)) {
+            return;
+        }
+        self.exact.insert((step, isl, batch), delta);
+        let steps = self.nested.entry(batch).or_default().entry(isl).or_default();
+        let at = steps.partition_point(|(s, _)| *s < step);
+        steps.insert(at, (step, delta));
+    }
+
+    /// The value at an exact key.
+    pub fn exact(&self, step: u64, isl: u64, batch: u64) -> Option<f64> {
+        self.exact.get(&(step, isl, batch)).copied()
+    }
+
+    /// The points nested `batch → isl → [(step, Δ)]`.
+    pub fn nested(&self) -> &BTreeMap<u64, BTreeMap<u64, Vec<(u64, f64)>>> {
+        &self.nested
+    }
+}
 
 /// The CSA top-k calibration (spec 34 §5.4, §5.6) per native head count.
 #[derive(Debug, Default)]
@@ -209,12 +238,12 @@ impl Dsv4Calibration {
             match mode.as_str() {
                 "v1_flat" => {
                     if let Some(d) = pair("v1_flat", "v1_top_last") {
-                        out.dv1.entry(*n).or_default().insert((*st, *i, *b), d);
+                        out.dv1.entry(*n).or_default().insert(*st, *i, *b, d);
                     }
                 }
                 "v2_flat" => {
                     if let Some(d) = pair("v2_flat", "v2_top_last") {
-                        out.dv2.entry(*n).or_default().insert((*st, *i, *b), d);
+                        out.dv2.entry(*n).or_default().insert(*st, *i, *b, d);
                     }
                 }
                 "v1_top_last" => {
