@@ -228,3 +228,8 @@ fn systems_goldens_match_reference() {
 fn qwen35_goldens_match_reference() {
     assert_family("qwen35.json", |_| true, 1000);
 }
+
+#[test]
+fn dsv4_goldens_match_reference() {
+    assert_family("dsv4.json", |_| true, 700);
+}

@@ -4,7 +4,8 @@ A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` w
 :class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
 adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
 LLAMA (spec 30 §6, ``llama``), MOE (§7, ``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``),
-DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``).
+DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31, ``qwen35``), DEEPSEEKV4 (spec 34,
+``deepseekv4``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ _BUILDERS: dict[str, str] = {
     "KIMIK25": "deepseek",
     "DEEPSEEKV32": "deepseekv32",
     "QWEN35": "qwen35",
+    "DEEPSEEKV4": "deepseekv4",
 }
 
 
