@@ -97,9 +97,9 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     L, h, n = model.num_layers, model.hidden_size, model.num_heads
     vocab, E, topk = model.vocab_size, model.num_experts, model.topk
     MI = model.moe_intermediate_size
+    groups = attention_groups(compress_ratios(model))  # config parsing precedes the TP checks
     check_heads(n, tp)
     check_experts(E, mep)
-    groups = attention_groups(compress_ratios(model))
     hc = int(model.raw["hc_mult"])
     sinkhorn = int(model.raw["hc_sinkhorn_iters"])
     qg, qm = ctx.gemm_quant_mode, ctx.moe_quant_mode
