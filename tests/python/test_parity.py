@@ -58,6 +58,7 @@ def test_load_and_select_cases():
     assert {"dense", "moe", "mla", "edge", "systems"} <= set(per_file)
     assert len(parity.select_cases(cases, family="systems")) == 103
     assert len(parity.select_cases(cases, family="qwen35")) == 45
+    assert len(parity.select_cases(cases, family="dsv4")) == 34
     assert len(parity.select_cases(cases, family="dense")) == 65
     assert len(parity.select_cases(cases, family="edge")) == 65
     assert len(parity.select_cases(cases, family="moe")) == 68

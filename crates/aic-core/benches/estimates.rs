@@ -1,6 +1,7 @@
 //! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
 //! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
-//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm) and a Qwen3.5 (Gated-DeltaNet hybrid) engine. Arguments change on every call so no memo can hide
+//! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm), a Qwen3.5 (Gated-DeltaNet hybrid) and a DeepSeek-V4
+//! (Flash-FP8, h200 sglang: mHC + CSA/HCA) engine. Arguments change on every call so no memo can hide
 //! the work. Run: `cargo bench -p aic-core --bench estimates`.
 
 use std::hint::black_box;
@@ -91,6 +92,8 @@ fn estimates(c: &mut Criterion) {
     bench_engine(c, "dsa_glm5_fp8_b200_tp8_ep8", &dsa);
     let gdn = golden_engine("qwen35.json", "qwen35/Qwen3.5-397B-A17B/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
     bench_engine(c, "qwen35_397b_a17b_tp8_ep8", &gdn);
+    let dsv4 = golden_engine("dsv4.json", "dsv4/DeepSeek-V4-Flash-FP8/h200_sxm/sglang/tp8-pp1-dp1-mtpx-ep8");
+    bench_engine(c, "dsv4_flash_fp8_h200_sglang_tp8_ep8", &dsv4);
 }
 
 criterion_group! {
