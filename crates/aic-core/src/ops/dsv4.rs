@@ -8,10 +8,9 @@
 //! axis, and a context-parallel composition (chunked indexer logits, top-k of the last chunk,
 //! NCCL all-gathers).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::data::tables::{Dsv4Delta, Dsv4Key, PerfDatabase};
+use crate::data::tables::{Dsv4Calibration, Dsv4Delta, Dsv4Key, PerfDatabase};
 use crate::error::{AicError, Result};
 use crate::lookup::sol::Roofline;
 use crate::lookup::{anchor_message, Grid};
@@ -23,7 +22,7 @@ use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
 use super::{by_mode, OpValue, Shape, SolSplit, Source};
 
 /// Rates and element widths of a DSV4 SOL.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dsv4Rates {
     /// FLOPS of the gemm mode.
     pub f_gemm: f64,
@@ -197,6 +196,12 @@ pub struct Dsv4Eval {
     context: bool,
     key: Dsv4Key,
     db: Arc<PerfDatabase>,
+    /// Rates, resolved on first use (a missing FLOPS entry is kept and reported every time).
+    rates: OnceLock<Result<Dsv4Rates>>,
+    /// The op's slice, resolved on first use.
+    grid: OnceLock<Result<Arc<Grid>>>,
+    /// The calibration table when the op is CSA and the correction is on.
+    calibration: OnceLock<Option<Arc<Dsv4Calibration>>>,
 }
 
 impl Dsv4Eval {
@@ -208,10 +213,17 @@ impl Dsv4Eval {
             context,
             key: [fmha, op.kv_cache_dtype.as_str().to_string(), op.gemm_quant_mode.as_str().to_string()],
             db: db.clone(),
+            rates: OnceLock::new(),
+            grid: OnceLock::new(),
+            calibration: OnceLock::new(),
         }
     }
 
     fn rates(&self) -> Result<Dsv4Rates> {
+        self.rates.get_or_init(|| self.resolve_rates()).clone()
+    }
+
+    fn resolve_rates(&self) -> Result<Dsv4Rates> {
         let o = &self.op;
         let sys = &self.db.system;
         let f_gemm = sys.flops(o.gemm_quant_mode.as_str(), o.gemm_quant_mode.flops_key())?;
@@ -249,6 +261,10 @@ impl Dsv4Eval {
 
     /// The op's slice: table load, key, native then local heads.
     fn grid(&self) -> Result<Arc<Grid>> {
+        self.grid.get_or_init(|| self.resolve_grid()).clone()
+    }
+
+    fn resolve_grid(&self) -> Result<Arc<Grid>> {
         let table = self.db.dsv4().module(&self.db.resolver, self.op.attn_kind, self.context)?;
         match table.grid(&self.key, u64::from(self.op.native_heads), u64::from(self.op.num_heads)) {
             Ok(Some(g)) => Ok(g.clone()),
@@ -258,10 +274,14 @@ impl Dsv4Eval {
 
     /// The CSA top-k correction at a shape (0 for HCA or without calibration).
     fn correction(&self, b: u64, s: u64, p: u64) -> Result<f64> {
-        if self.op.attn_kind != Dsv4Kind::Csa || std::env::var("AIC_DSV4_TOPK_CORRECTION").is_ok_and(|v| v == "0") {
-            return Ok(0.0);
-        }
-        let Ok(cal) = self.db.dsv4().calibration(&self.db.resolver) else {
+        let cal = self.calibration.get_or_init(|| {
+            let off = std::env::var("AIC_DSV4_TOPK_CORRECTION").is_ok_and(|v| v == "0");
+            if self.op.attn_kind != Dsv4Kind::Csa || off {
+                return None;
+            }
+            self.db.dsv4().calibration(&self.db.resolver).ok().cloned()
+        });
+        let Some(cal) = cal else {
             return Ok(0.0);
         };
         let native = u64::from(self.op.native_heads);

@@ -2,7 +2,7 @@
 //! layer, priced from a 1-D token curve of `mhc_module_perf` (first row wins per
 //! `(op_name, hc_mult, hidden_size)`), with its own integer SOL.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::data::tables::{MhcKey, PerfDatabase};
 use crate::error::{AicError, Result};
@@ -50,14 +50,22 @@ pub struct MhcEval {
     pub(crate) name: String,
     op: MhcOp,
     db: Arc<PerfDatabase>,
+    /// `(FLOPS, memory bandwidth)`, resolved on first use.
+    rates: OnceLock<Result<(f64, f64)>>,
+    /// The op's curve, resolved on first use.
+    curve: OnceLock<Result<Arc<Grid>>>,
 }
 
 impl MhcEval {
     pub(crate) fn compile(op: &MhcOp, db: &Arc<PerfDatabase>) -> Self {
-        MhcEval { name: op.name.clone(), op: op.clone(), db: db.clone() }
+        MhcEval { name: op.name.clone(), op: op.clone(), db: db.clone(), rates: OnceLock::new(), curve: OnceLock::new() }
     }
 
     fn rates(&self) -> Result<(f64, f64)> {
+        self.rates.get_or_init(|| self.resolve_rates()).clone()
+    }
+
+    fn resolve_rates(&self) -> Result<(f64, f64)> {
         let q = self.op.quant_mode;
         Ok((self.db.system.flops(q.as_str(), q.flops_key())?, self.db.system.gpu.mem_bw))
     }
@@ -67,6 +75,10 @@ impl MhcEval {
     }
 
     fn curve(&self) -> Result<&Arc<Grid>> {
+        self.curve.get_or_init(|| self.resolve_curve().cloned()).as_ref().map_err(Clone::clone)
+    }
+
+    fn resolve_curve(&self) -> Result<&Arc<Grid>> {
         let table = self.db.dsv4().mhc(&self.db.resolver)?;
         table.curve(&self.key()).ok_or_else(|| {
             AicError::perf(format!(
