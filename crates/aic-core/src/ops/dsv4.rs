@@ -267,8 +267,8 @@ impl Dsv4Eval {
     fn resolve_grid(&self) -> Result<Arc<Grid>> {
         let table = self.db.dsv4().module(&self.db.resolver, self.op.attn_kind, self.context)?;
         match table.grid(&self.key, u64::from(self.op.native_heads), u64::from(self.op.num_heads)) {
-            Ok(Some(g)) => Ok(g.clone()),
-            _ => Err(self.missing()),
+            Some(g) => Ok(g.clone()),
+            None => Err(self.missing()),
         }
     }
 

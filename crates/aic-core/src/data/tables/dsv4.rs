@@ -135,10 +135,11 @@ impl Dsv4ModuleTable {
         Ok(Dsv4ModuleTable { slices, sources: used })
     }
 
-    /// The grid of a key at `(native, local)` heads under the head rule; `Err(())` on a key miss.
-    pub fn grid(&self, key: &Dsv4Key, native: u64, local: u64) -> std::result::Result<Option<&Arc<Grid>>, ()> {
-        let natives = self.slices.get(key).ok_or(())?;
-        Ok(nearest_head(natives, native).and_then(|locals| nearest_head(locals, local)))
+    /// The grid of a key at `(native, local)` heads under the head rule; `None` on a key miss
+    /// or when no head slice resolves.
+    pub fn grid(&self, key: &Dsv4Key, native: u64, local: u64) -> Option<&Arc<Grid>> {
+        let natives = self.slices.get(key)?;
+        nearest_head(natives, native).and_then(|locals| nearest_head(locals, local))
     }
 
     /// The files this table was merged from.
@@ -174,6 +175,7 @@ impl Dsv4Delta {
     }
 
     /// The points nested `batch → isl → [(step, Δ)]`.
+    #[allow(clippy::type_complexity)]
     pub fn nested(&self) -> &BTreeMap<u64, BTreeMap<u64, Vec<(u64, f64)>>> {
         &self.nested
     }
@@ -220,9 +222,9 @@ impl Dsv4Calibration {
                     to_u64(batch[i], "batch_size", table)?,
                     mode[i].clone(),
                 );
-                if !rows.contains_key(&k) {
-                    order.push(k.clone());
-                    rows.insert(k, latency[i]);
+                if let std::collections::hash_map::Entry::Vacant(slot) = rows.entry(k.clone()) {
+                    slot.insert(latency[i]);
+                    order.push(k);
                 }
             }
         }
