@@ -130,7 +130,17 @@ def model_facts(model: ModelConfig) -> dict:
         "sliding_window": _sliding_window(cfg, model.num_layers),
         "gdn": _gdn_facts(model),
         "layer_kv": _layer_kv(model),
+        "dsv4": _dsv4_facts(model),
     }
+
+
+def _dsv4_facts(model: ModelConfig) -> dict | None:
+    """The compressed-attention layout of a DEEPSEEKV4 model (its KV bytes, spec 34 §7)."""
+    if model.family != "DEEPSEEKV4":
+        return None
+    from .families.deepseekv4 import compress_ratios
+
+    return {"compress_ratios": compress_ratios(model), "sliding_window": int(model.raw["sliding_window"])}
 
 
 def _gdn_facts(model: ModelConfig) -> dict | None:

@@ -214,6 +214,13 @@ def infer_checkpoint_quant(model: ModelConfig) -> dict[str, str]:
                 out["moe_quant_mode"] = moe
         else:
             raise ValueError(f"Unsupported quant algorithm: {algo}")
+    if model.architecture in _DSV4_ARCHS:
+        # DeepSeek-V4 (spec 34 §2): fp4 experts run as w4a8_mxfp4_mxfp8 unless the checkpoint
+        # says nvfp4, and the KV cache is fp8 whatever the checkpoint says.
+        expert = model.raw.get("expert_dtype")
+        if isinstance(expert, str) and expert.lower() == "fp4" and out.get("moe_quant_mode") != "nvfp4":
+            out["moe_quant_mode"] = "w4a8_mxfp4_mxfp8"
+        kv_algo = "fp8"
     if kv_algo is not None:
         if kv_algo == "fp8":
             out["kvcache_quant_mode"] = "fp8"

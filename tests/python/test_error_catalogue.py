@@ -147,6 +147,14 @@ def _engine_with_gemm_table(scratch: Scratch, content: bytes):
     return engine.predict_prefill_latency(1, 128)
 
 
+
+def _dsv4_config(drop: str | None = None, **changes) -> dict:
+    """The shipped sgl-project/DeepSeek-V4-Flash-FP8 config with a key dropped or replaced."""
+    cfg = json.loads((MODEL_CONFIGS / "sgl-project--DeepSeek-V4-Flash-FP8_config.json").read_text())
+    cfg.pop(drop, None)
+    cfg.update(changes)
+    return cfg
+
 CASES = [
     # ---- Hugging Face configs ---------------------------------------------------------------
     Case("config-truncated", "`config.json` cut in half", ValueError, "malformed JSON in model config",
@@ -171,6 +179,18 @@ CASES = [
          lambda s: compile_engine(s.config_dir({k: v for k, v in json.loads(
              (MODEL_CONFIGS / "zai-org--GLM-5-FP8_config.json").read_text()).items() if k != "index_topk"}),
              "b200_sxm", "trtllm", tp_size=8, moe_ep_size=8)),
+    Case("config-dsv4-key-missing", "DeepSeek-V4-Flash config without `hc_mult`", KeyError,
+         "hc_mult: the model config lacks this key",
+         lambda s: compile_engine(s.config_dir(_dsv4_config(drop="hc_mult")), "h200_sxm", "sglang",
+                                  tp_size=8, moe_ep_size=8)),
+    Case("config-dsv4-ratios-short", "DeepSeek-V4-Flash config with 10 `compress_ratios` for 43 layers",
+         ValueError, "DeepSeek-V4 compress_ratios length 10 is smaller than num_hidden_layers 43",
+         lambda s: compile_engine(s.config_dir(_dsv4_config(compress_ratios=[4] * 10)), "h200_sxm",
+                                  "sglang", tp_size=8, moe_ep_size=8)),
+    Case("config-dsv4-ratio-unsupported", "DeepSeek-V4-Flash config with compress ratios 8 and 16",
+         ValueError, "Unsupported DeepSeek-V4 compress_ratios: [8, 16]",
+         lambda s: compile_engine(s.config_dir(_dsv4_config(compress_ratios=[16, 8] + [4] * 42)),
+                                  "h200_sxm", "sglang", tp_size=8, moe_ep_size=8)),
     Case("config-missing-field", "config without `hidden_size`", ValueError,
          "lacks the required field 'hidden_size'",
          lambda s: compile_engine(s.qwen3_8b(hidden_size=None), "h200_sxm", "vllm")),

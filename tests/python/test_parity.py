@@ -60,6 +60,7 @@ def test_load_and_select_cases():
     assert len(parity.select_cases(cases, family="qwen35")) == 45
     assert len(parity.select_cases(cases, family="hybrid")) == 53
     assert len(parity.select_cases(cases, family="nemotron")) == 45
+    assert len(parity.select_cases(cases, family="dsv4")) == 34
     assert len(parity.select_cases(cases, family="dense")) == 65
     assert len(parity.select_cases(cases, family="edge")) == 65
     assert len(parity.select_cases(cases, family="moe")) == 68

@@ -179,6 +179,28 @@ fn dsa_engine(system: &str, backend: &str, version: &str, mode: &str) -> aic_cor
     engine_from_value(&spec)
 }
 
+/// A one-op list holding a DeepSeek-V4-Flash tp-8 attention op (`Dsv4Context` /
+/// `Dsv4Generation`) or an `Mhc` op, with `extra` fields replaced.
+fn dsv4_ops(variant: &str, extra: Value) -> String {
+    let mut op = if variant == "Mhc" {
+        json!({
+            "name": "mhc", "scale_factor": 1.0, "op": "pre", "hc_mult": 4, "hidden_size": 4096,
+            "architecture": "DeepseekV4ForCausalLM"
+        })
+    } else {
+        json!({
+            "name": "attention", "scale_factor": 1.0, "attn_kind": "Csa", "num_heads": 8, "native_heads": 64,
+            "tp_size": 8, "kv_cache_dtype": "fp8", "fmha_quant_mode": "bfloat16", "gemm_quant_mode": "fp8_block",
+            "architecture": "DeepseekV4ForCausalLM", "window_size": 128, "hidden_size": 4096, "q_lora_rank": 1024,
+            "index_topk": 512, "o_groups": 1
+        })
+    };
+    for (k, v) in extra.as_object().expect("object of fields") {
+        op[k] = v.clone();
+    }
+    json!([{ variant: op }]).to_string()
+}
+
 fn cases() -> Vec<Case> {
     vec![
         // ---- spec bytes -------------------------------------------------------------------
@@ -993,6 +1015,82 @@ fn cases() -> Vec<Case> {
                     "d_conv": 4, "nheads": 64, "head_dim": 64, "n_groups": 8, "chunk_size": 128}}])
                 .to_string();
                 ignore(shipped_engine().evaluate_ops_sol_json(&ops, true, 4, 1000, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsv4-context-key-missing",
+            input: "a `Dsv4Context` with a bfloat16 KV cache (the DSV4 tables hold fp8 only)",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "DSV4 module data missing for ModuleKey { fmha_quant: \"bfloat16\", kv_quant: \"bfloat16\", gemm_quant: \"fp8_block\" }",
+            run: || {
+                let ops = dsv4_ops("Dsv4Context", json!({"kv_cache_dtype": "bfloat16"}));
+                let engine = dsa_engine("h200_sxm", "sglang", "0.5.14", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsv4-generation-key-missing",
+            input: "a `Dsv4Generation` with a bfloat16 KV cache",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "DSV4 module data missing for ModuleKey { fmha_quant: \"\", kv_quant: \"bfloat16\"",
+            run: || {
+                let ops = dsv4_ops("Dsv4Generation", json!({"kv_cache_dtype": "bfloat16"}));
+                let engine = dsa_engine("h200_sxm", "sglang", "0.5.14", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, false, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsv4-table-missing",
+            input: "a `Dsv4Context` on h200 trtllm 1.3.0rc20 (no DSV4 tables)",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "perf database error: no DSV4 module rows loaded from 1 source(s) (first: systems/data/h200_sxm/trtllm/1.3.0rc20/dsv4_csa_context_module_perf.parquet)",
+            run: || {
+                let ops = dsv4_ops("Dsv4Context", json!({}));
+                let engine = dsa_engine("h200_sxm", "trtllm", "1.3.0rc20", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 1024, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsv4-empirical-no-data",
+            input: "a `Dsv4Context` on h100 trtllm (no DSV4 tables), EMPIRICAL mode",
+            variant: "EmpiricalNotImplemented",
+            class: ErrorClass::EmpiricalNotImplemented,
+            fragment: "No empirical utilisation data to estimate this op at query=[3000.0, 2.0]",
+            run: || {
+                let ops = dsv4_ops("Dsv4Context", json!({}));
+                let engine = dsa_engine("h100_sxm", "trtllm", "1.3.0rc20", "EMPIRICAL")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 2, 2000, 1000, 1.0, None))
+            },
+        },
+        Case {
+            id: "dsv4-cp-sparse-tables-missing",
+            input: "a DeepSeek-V4-Pro CSA `Dsv4Context` with `cp_size` 2 (no paged-MQA rows for 128 heads)",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "DeepSeek-V4 CSA CP modeling needs sparse tables (paged_mqa_logits + csa_topk_calib top_last) at num_heads=128, b=1",
+            run: || {
+                let ops = dsv4_ops(
+                    "Dsv4Context",
+                    json!({"num_heads": 16, "native_heads": 128, "hidden_size": 7168, "q_lora_rank": 1536,
+                           "index_topk": 1024, "o_groups": 2, "cp_size": 2}),
+                );
+                let engine = dsa_engine("h200_sxm", "sglang", "0.5.14", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 4096, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "mhc-key-missing",
+            input: "an `Mhc` op with a hidden size the mHC table lacks",
+            variant: "PerfData",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "MHC module data missing for MhcKey { op_name: \"pre\", hc_mult: 4, hidden_size: 1234 } at systems/data/h200_sxm/sglang/0.5.14",
+            run: || {
+                let ops = dsv4_ops("Mhc", json!({"hidden_size": 1234}));
+                let engine = dsa_engine("h200_sxm", "sglang", "0.5.14", "SILICON")?;
+                ignore(engine.evaluate_ops_json(&ops, true, 1, 8, 0, 1.0, None))
             },
         },
         Case {

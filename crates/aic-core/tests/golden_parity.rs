@@ -241,3 +241,9 @@ fn qwen35_goldens_match_reference() {
 fn nemotron_goldens_match_reference() {
     assert_family("nemotron.json", |_| true, 1000);
 }
+
+/// DeepSeek-V4 Flash / Pro (spec 34): CSA/HCA compressed attention and mHC.
+#[test]
+fn dsv4_goldens_match_reference() {
+    assert_family("dsv4.json", |_| true, 700);
+}

@@ -6,7 +6,8 @@ adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new).
 LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7, ``moe``),
 DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
 GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31,
-``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``). A module may
+``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``), DEEPSEEKV4
+(spec 34, ``deepseekv4``). A module may
 also expose ``parse(model)``: the config checks the reference runs while it builds the model
 object, before any parallelism check (spec 35 §4).
 """
@@ -100,6 +101,7 @@ _BUILDERS: dict[str, str] = {
     "GEMMA4MIX": "gemma4",
     "NEMOTRONH": "nemotronh",
     "NEMOTRONNAS": "nemotronnas",
+    "DEEPSEEKV4": "deepseekv4",
 }
 
 

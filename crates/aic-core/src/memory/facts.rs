@@ -160,6 +160,30 @@ pub struct LayerKvSplit {
     pub global_head_dim: u64,
 }
 
+/// The compressed-attention layout of a DeepSeek-V4 model (spec 34 §7), for its KV bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dsv4Facts {
+    /// `compress_ratios` truncated to the decoder layers (0, 4 or 128 each).
+    pub compress_ratios: Vec<u64>,
+    /// `sliding_window`: the uncompressed KV window of every layer.
+    pub sliding_window: u64,
+}
+
+impl Dsv4Facts {
+    /// The layout from an HF config: `compress_ratios` cut to `layers` entries and
+    /// `sliding_window`; `None` when either is missing or the list is too short.
+    pub fn from_config(config: &Value, layers: u64) -> Option<Dsv4Facts> {
+        let ratios: Vec<u64> = config.get("compress_ratios")?.as_array()?.iter().map(Value::as_u64).collect::<Option<_>>()?;
+        if (ratios.len() as u64) < layers {
+            return None;
+        }
+        Some(Dsv4Facts {
+            compress_ratios: ratios[..layers as usize].to_vec(),
+            sliding_window: config.get("sliding_window")?.as_u64()?,
+        })
+    }
+}
+
 /// Model facts the memory model reads (JSON from the Python front end, or
 /// [`ModelFacts::from_hf_config`]). Dimensions are the values the model object uses after
 /// normalisation; the naive-only fields may be absent for the native path.
@@ -221,6 +245,9 @@ pub struct ModelFacts {
     /// `GEMMA4MIX`); the compile front end derives it from the model's layer types.
     #[serde(default)]
     pub layer_kv: Option<LayerKvSplit>,
+    /// Compressed-attention layout (family `DEEPSEEKV4` only).
+    #[serde(default)]
+    pub dsv4: Option<Dsv4Facts>,
 }
 
 /// First positive integer among `keys` of a JSON object.
@@ -310,7 +337,9 @@ impl ModelFacts {
             .iter()
             .find_map(|k| config.get(*k).and_then(Value::as_str))
             .map(str::to_string);
+        let dsv4 = if family == ModelFamily::DeepseekV4 { Dsv4Facts::from_config(config, layers) } else { None };
         Ok(ModelFacts {
+            dsv4,
             architecture: config
                 .get("architectures")
                 .and_then(Value::as_array)
@@ -334,7 +363,7 @@ impl ModelFacts {
             intermediate_size: intermediate,
             moe_intermediate_size: first_pos(config, &["moe_intermediate_size"]),
             torch_dtype: dtype,
-            sliding_window,
+                        sliding_window,
             gdn: None,
             layer_kv: None,
         })

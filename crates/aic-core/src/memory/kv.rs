@@ -49,6 +49,21 @@ pub enum KvCacheModel {
         /// The model's context length, returned by a saturated search.
         context_length: Option<u64>,
     },
+    /// DeepSeek-V4 (spec 34 §7): per layer a window-capped uncompressed KV, the compressed
+    /// entries of its ratio and a fixed compressor state (CSA layers add the indexer cache);
+    /// inverse is the binary search.
+    Dsv4 {
+        /// Ratio of each decoder layer (0, 4 or 128).
+        ratios: Vec<u64>,
+        /// Uncompressed window.
+        window: u64,
+        /// `head_dim` (512).
+        head_dim: u64,
+        /// Indexer head dim (128).
+        index_head_dim: u64,
+        /// Bytes per KV element.
+        mu: f64,
+    },
 }
 
 impl KvCacheModel {
@@ -102,7 +117,23 @@ impl KvCacheModel {
                 })?;
                 Ok(Self::windowed(&split, m, tp, facts.max_position_embeddings))
             }
-            ModelFamily::DeepseekV4 | ModelFamily::KimiK3 => Err(AicError::value(format!(
+            ModelFamily::DeepseekV4 => {
+                let d = facts.dsv4.as_ref().ok_or_else(|| {
+                    AicError::value(
+                        "KV-cache model for family DEEPSEEKV4 needs the compressed-attention facts \
+                         (`dsv4`: compress_ratios cut to the decoder layers and sliding_window); build \
+                         the facts with the Python front end (aic.memory.model_facts)",
+                    )
+                })?;
+                Ok(KvCacheModel::Dsv4 {
+                    ratios: d.compress_ratios.clone(),
+                    window: d.sliding_window,
+                    head_dim: facts.head_dim,
+                    index_head_dim: facts.index_head_dim.unwrap_or(128),
+                    mu: m,
+                })
+            }
+            ModelFamily::KimiK3 => Err(AicError::value(format!(
                 "KV-cache model for family {} is not implemented",
                 facts.family
             ))),
@@ -154,6 +185,22 @@ impl KvCacheModel {
         match self {
             KvCacheModel::Linear { per_token } => l * per_token,
             KvCacheModel::LinearPlusState { per_token, state } => l * per_token + state,
+            KvCacheModel::Dsv4 { ratios, window, head_dim, index_head_dim, mu } => {
+                let e = *head_dim as f64 * mu;
+                let (d, id) = (*head_dim as f64, *index_head_dim as f64);
+                let mut total = 0.0;
+                for &r in ratios {
+                    total += seq_len.min(*window) as f64 * e;
+                    if r > 0 {
+                        let c = if r == 4 { 2.0 } else { 1.0 };
+                        total += (seq_len / r) as f64 * e + 2.0 * r as f64 * c * d * 4.0;
+                    }
+                    if r == 4 {
+                        total += (seq_len / 4) as f64 * id * 0.5 + 2.0 * 4.0 * 2.0 * id * 4.0;
+                    }
+                }
+                total
+            }
             KvCacheModel::GptOss {
                 per_layer_token,
                 window_layers,
@@ -197,6 +244,7 @@ impl KvCacheModel {
                     tokens_from_bytes_linear(budget - state, *per_token)
                 }
             }
+            KvCacheModel::Dsv4 { .. } => tokens_from_bytes_search(budget, |l| self.kv_bytes(l), None),
             KvCacheModel::GptOss { context_length, .. }
             | KvCacheModel::Windowed { context_length, .. } => {
                 tokens_from_bytes_search(budget, |l| self.kv_bytes(l), *context_length)
@@ -284,6 +332,7 @@ pub(crate) mod tests {
             sliding_window: None,
             gdn: None,
             layer_kv: None,
+            dsv4: None,
         }
     }
 
@@ -485,5 +534,42 @@ pub(crate) mod tests {
         assert_eq!(tokens_from_bytes_search(100.0, capped, Some(4096)), 4096);
         assert_eq!(tokens_from_bytes_search(100.0, capped, None), 8);
         assert_eq!(tokens_from_bytes_search(-1.0, capped, None), 0);
+    }
+
+    fn dsv4(flash: bool) -> KvCacheModel {
+        let mut ratios = Vec::new();
+        if flash {
+            ratios.extend([0, 0]);
+            for l in 0..41 {
+                ratios.push(if l % 2 == 0 { 4 } else { 128 });
+            }
+        } else {
+            for l in 0..61 {
+                ratios.push(if l % 2 == 0 { 128 } else { 4 });
+            }
+        }
+        KvCacheModel::Dsv4 { ratios, window: 128, head_dim: 512, index_head_dim: 128, mu: 1.0 }
+    }
+
+    /// Spec 34 §7: KV bytes per sequence and the capacity inverse.
+    #[test]
+    fn dsv4_kv_examples() {
+        let f = dsv4(true);
+        assert_eq!(f.kv_bytes(0), 11345920.0);
+        assert_eq!(f.kv_bytes(1), 11367936.0);
+        assert_eq!(f.kv_bytes(128), 14561280.0);
+        assert_eq!(f.kv_bytes(129), 14561280.0);
+        assert_eq!(f.kv_bytes(4096), 26877952.0);
+        assert_eq!(f.kv_bytes(100000), 324561408.0);
+        let p = dsv4(false);
+        assert_eq!(p.kv_bytes(1), 17512960.0);
+        assert_eq!(p.kv_bytes(1000), 25910528.0);
+        assert_eq!(p.kv_bytes(100000), 465875456.0);
+        assert_eq!(f.tokens_from_bytes(1e9), 317603);
+        assert_eq!(f.tokens_from_bytes(5e10), 16103687);
+        assert_eq!(f.tokens_from_bytes(1.2345e11), 39766703);
+        assert_eq!(f.tokens_from_bytes(1e6), 0);
+        assert_eq!(p.tokens_from_bytes(1e9), 220191);
+        assert_eq!(p.tokens_from_bytes(5e10), 11246295);
     }
 }

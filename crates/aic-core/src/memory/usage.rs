@@ -124,6 +124,7 @@ pub(crate) fn spec_kv_quant(spec: &EngineSpec) -> Result<KvQuant> {
             Op::GenerationMla(o) => Some(o.kv_cache_dtype),
             Op::MlaModuleContext(o) | Op::MlaModuleGeneration(o) => Some(o.kv_cache_dtype),
             Op::DsaContext(o) | Op::DsaGeneration(o) => Some(o.kv_cache_dtype),
+            Op::Dsv4Context(o) | Op::Dsv4Generation(o) => Some(o.kv_cache_dtype),
             Op::Fallback(o) => op_kv(&o.primary).or_else(|| o.fallback.iter().find_map(op_kv)),
             Op::Overlap(o) => o.group_a.iter().chain(&o.group_b).find_map(op_kv),
             _ => None,

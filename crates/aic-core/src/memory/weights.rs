@@ -1,7 +1,7 @@
 //! Structural weight bytes (spec 41 §2): per op from its shape and quant width, never from
 //! perf tables; per model as the context op list's sum divided by the pipeline stages.
 
-use crate::spec::{DsaOp, EngineSpec, MoeOp, Op};
+use crate::spec::{DsaOp, Dsv4Kind, Dsv4Op, EngineSpec, MhcOp, MoeOp, Op};
 
 /// Weight bytes of a routed-expert op: `floor(floor(H·I·E·m·g / ep) / tp) · sf`.
 fn moe_weight_bytes(o: &MoeOp) -> f64 {
@@ -36,6 +36,39 @@ fn dsa_weight_bytes(o: &DsaOp) -> f64 {
         * o.scale_factor
 }
 
+/// Weight bytes of an mHC op (spec 34 §7): `2·(M·Dm + M + 3)·μ·sf` with `Dm = hc·hidden`,
+/// `M = (2+hc)·hc`.
+fn mhc_weight_bytes(o: &MhcOp) -> f64 {
+    let hc = u128::from(o.hc_mult);
+    let dm = hc * u128::from(o.hidden_size);
+    let m = (2 + hc) * hc;
+    (2 * (m * dm + m + 3)) as f64 * o.quant_mode.bytes_per_elem() * o.scale_factor
+}
+
+/// Weight bytes of a DeepSeek-V4 attention block (spec 34 §7): gemm-mode projections and
+/// compressor, bf16 absorbed output (and CSA indexer weights), fp32 sinks and compressor state.
+fn dsv4_weight_bytes(o: &Dsv4Op) -> f64 {
+    let (h, q, d, od) = (
+        u128::from(o.hidden_size),
+        u128::from(o.q_lora_rank),
+        u128::from(o.head_dim),
+        u128::from(o.o_lora_rank),
+    );
+    let (nh, g) = (u128::from(o.num_heads), u128::from(o.groups()));
+    let cr = u128::from(o.attn_kind.ratio());
+    let cm: u128 = if o.attn_kind == Dsv4Kind::Csa { 2 } else { 1 };
+    let (ih, id) = (u128::from(o.index_n_heads), u128::from(o.index_head_dim));
+    let mut gm = h * q + q * nh * d + h * d + g * od * h + 2 * h * cm * d;
+    let mut bf = nh * d * od;
+    let mut f32 = nh + cr * cm * d;
+    if o.attn_kind == Dsv4Kind::Csa {
+        gm += q * ih * id + 4 * h * id;
+        bf += h * ih;
+        f32 += 8 * id;
+    }
+    (gm as f64 * o.gemm_quant_mode.bytes_per_elem() + (2 * bf) as f64 + (4 * f32) as f64) * o.scale_factor
+}
+
 /// Weight bytes one op holds on one GPU, times its `scale_factor` (spec 41 §2.1).
 pub fn op_weight_bytes(op: &Op) -> f64 {
     match op {
@@ -48,6 +81,8 @@ pub fn op_weight_bytes(op: &Op) -> f64 {
         }
         Op::Moe(o) => moe_weight_bytes(o),
         Op::DsaContext(o) | Op::DsaGeneration(o) => dsa_weight_bytes(o),
+        Op::Mhc(o) => mhc_weight_bytes(o),
+        Op::Dsv4Context(o) | Op::Dsv4Generation(o) => dsv4_weight_bytes(o),
         Op::Fallback(o) => {
             let primary = op_weight_bytes(&o.primary);
             if primary > 0.0 {

@@ -7,11 +7,13 @@ mod attention;
 mod comm;
 mod composite;
 mod dsa;
+mod dsv4;
 mod empirical;
 mod gdn;
 mod gemm;
 mod mamba2;
 mod memory;
+mod mhc;
 mod mla;
 mod moe;
 mod sol_split;
@@ -26,11 +28,13 @@ pub use attention::{ContextAttentionEval, GenerationAttentionEval};
 pub use comm::{CustomAllReduceEval, NcclEval, P2PEval};
 pub use composite::{FallbackEval, OverlapEval};
 pub use dsa::{context_roofline, full_frac, generation_roofline, DsaDims, DsaEval, DsaRates};
+pub use dsv4::{causal_pairs, compressed_pairs, dsv4_roofline, topk_delta, Dsv4Eval, Dsv4Rates};
 pub use gdn::{gdn_sol_ms, GdnEval};
 pub use gemm::GemmEval;
 pub use mamba2::{mamba2_sol_ms, Mamba2Eval};
 pub use memory::{ElementwiseEval, EmbeddingEval};
 pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
+pub use mhc::{mhc_roofline, MhcEval};
 pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
 pub use sol_split::SolSplit;
 
@@ -225,6 +229,8 @@ pub enum CompiledOp {
     Dsa(DsaEval),
     Gdn(GdnEval),
     Mamba2(Mamba2Eval),
+    Mhc(MhcEval),
+    Dsv4(Dsv4Eval),
 }
 
 impl CompiledOp {
@@ -254,6 +260,9 @@ impl CompiledOp {
             Op::DsaGeneration(o) => CompiledOp::Dsa(DsaEval::compile(o, false, db)),
             Op::Gdn(o) => CompiledOp::Gdn(GdnEval::compile(o, db)),
             Op::Mamba2(o) => CompiledOp::Mamba2(Mamba2Eval::compile(o, db)),
+            Op::Mhc(o) => CompiledOp::Mhc(MhcEval::compile(o, db)),
+            Op::Dsv4Context(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, true, db)),
+            Op::Dsv4Generation(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, false, db)),
         }
     }
 
@@ -279,6 +288,8 @@ impl CompiledOp {
             CompiledOp::Dsa(o) => &o.name,
             CompiledOp::Gdn(o) => &o.name,
             CompiledOp::Mamba2(o) => &o.name,
+            CompiledOp::Mhc(o) => &o.name,
+            CompiledOp::Dsv4(o) => &o.name,
         }
     }
 
@@ -304,6 +315,8 @@ impl CompiledOp {
             CompiledOp::Dsa(o) => o.eval(shape),
             CompiledOp::Gdn(o) => o.eval(shape),
             CompiledOp::Mamba2(o) => o.eval(shape),
+            CompiledOp::Mhc(o) => o.eval(shape),
+            CompiledOp::Dsv4(o) => o.eval(shape),
         }
     }
 
@@ -333,6 +346,8 @@ impl CompiledOp {
             CompiledOp::Dsa(o) => o.sol_split(shape),
             CompiledOp::Gdn(o) => o.sol_split(shape),
             CompiledOp::Mamba2(o) => o.sol_split(shape),
+            CompiledOp::Mhc(o) => o.sol_split(shape),
+            CompiledOp::Dsv4(o) => o.sol_split(shape),
         }
     }
 }

@@ -324,6 +324,124 @@ pub struct Mamba2Op {
     pub chunk_size: u32,
 }
 
+fn sinkhorn_default() -> u32 {
+    20
+}
+
+fn bf16_gemm() -> GemmQuant {
+    GemmQuant::Bfloat16
+}
+
+/// Manifold hyper-connection (mHC) pre/post mixing of a DeepSeek-V4 layer (spec 34 §6), priced
+/// from the 1-D token curve of `mhc_module_perf`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MhcOp {
+    pub name: String,
+    pub scale_factor: f64,
+    /// `pre` or `post`.
+    pub op: String,
+    pub hc_mult: u32,
+    pub hidden_size: u32,
+    pub architecture: String,
+    #[serde(default = "sinkhorn_default")]
+    pub sinkhorn_iters: u32,
+    #[serde(default = "bf16_gemm")]
+    pub quant_mode: GemmQuant,
+    #[serde(default = "one")]
+    pub seq_split: u32,
+}
+
+/// Which compressed-attention module of DeepSeek-V4 (spec 34 §1): compress ratio 4 (CSA, with
+/// an indexer) or 128 (HCA; sliding-window layers are priced as HCA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dsv4Kind {
+    Csa,
+    Hca,
+}
+
+impl Dsv4Kind {
+    /// The compress ratio of the kind.
+    pub fn ratio(self) -> u64 {
+        match self {
+            Dsv4Kind::Csa => 4,
+            Dsv4Kind::Hca => 128,
+        }
+    }
+}
+
+fn dsv4_hidden() -> u32 {
+    7168
+}
+fn dsv4_q_lora() -> u32 {
+    1536
+}
+fn dsv4_o_lora() -> u32 {
+    1024
+}
+fn dsv4_head_dim() -> u32 {
+    512
+}
+fn dsv4_rope() -> u32 {
+    64
+}
+fn dsv4_index_heads() -> u32 {
+    64
+}
+fn dsv4_index_head_dim() -> u32 {
+    128
+}
+fn dsv4_index_topk() -> u32 {
+    1024
+}
+
+/// A DeepSeek-V4 compressed-attention block (`Dsv4Context` / `Dsv4Generation`, spec 34 §4.1,
+/// §5): projections, compressor, indexer (CSA) and windowed + compressed attention as one op.
+/// Dimension defaults are the V4-Pro values (old specs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dsv4Op {
+    pub name: String,
+    pub scale_factor: f64,
+    pub attn_kind: Dsv4Kind,
+    /// Per-rank head count.
+    pub num_heads: u32,
+    /// The model's head count (selects Flash / Pro rows).
+    pub native_heads: u32,
+    pub tp_size: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    pub gemm_quant_mode: GemmQuant,
+    pub architecture: String,
+    #[serde(default = "one")]
+    pub cp_size: u32,
+    #[serde(default)]
+    pub window_size: Option<u32>,
+    #[serde(default = "dsv4_hidden")]
+    pub hidden_size: u32,
+    #[serde(default = "dsv4_q_lora")]
+    pub q_lora_rank: u32,
+    #[serde(default = "dsv4_o_lora")]
+    pub o_lora_rank: u32,
+    #[serde(default = "dsv4_head_dim")]
+    pub head_dim: u32,
+    #[serde(default = "dsv4_rope")]
+    pub rope_head_dim: u32,
+    #[serde(default = "dsv4_index_heads")]
+    pub index_n_heads: u32,
+    #[serde(default = "dsv4_index_head_dim")]
+    pub index_head_dim: u32,
+    #[serde(default = "dsv4_index_topk")]
+    pub index_topk: u32,
+    #[serde(default)]
+    pub o_groups: Option<u32>,
+}
+
+impl Dsv4Op {
+    /// `o_groups` as the op uses it: the field, else `max(1, 16 // max(1, 128 // num_heads))`.
+    pub fn groups(&self) -> u32 {
+        self.o_groups.unwrap_or_else(|| (16 / (128 / self.num_heads.max(1)).max(1)).max(1))
+    }
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "OverlapOpWire")]
@@ -447,6 +565,9 @@ pub enum Op {
     DsaGeneration(DsaOp),
     Gdn(GdnOp),
     Mamba2(Mamba2Op),
+    Mhc(MhcOp),
+    Dsv4Context(Dsv4Op),
+    Dsv4Generation(Dsv4Op),
 }
 
 impl Op {
@@ -497,6 +618,8 @@ impl Op {
             }
             Op::Gdn(o) => scale(o.scale_factor),
             Op::Mamba2(o) => scale(o.scale_factor),
+            Op::Mhc(o) => scale(o.scale_factor),
+            Op::Dsv4Context(o) | Op::Dsv4Generation(o) => scale(o.scale_factor),
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
@@ -524,6 +647,8 @@ impl Op {
             Op::DsaContext(o) | Op::DsaGeneration(o) => &o.name,
             Op::Gdn(o) => &o.name,
             Op::Mamba2(o) => &o.name,
+            Op::Mhc(o) => &o.name,
+            Op::Dsv4Context(o) | Op::Dsv4Generation(o) => &o.name,
         }
     }
 }

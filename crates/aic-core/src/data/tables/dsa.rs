@@ -251,6 +251,11 @@ impl SparseKernelTable {
         self.batches.is_empty()
     }
 
+    /// Inserts one latency unless its `(batch, isl, step)` is already present (first wins).
+    pub fn insert_first(&mut self, batch: u64, isl: u64, step: u64, latency: f64) {
+        self.batches.entry(batch).or_default().entry(isl).or_default().entry(step).or_insert(latency);
+    }
+
     /// The batch slice of `b`: exact, else the nearest collected batch (ties to the smaller).
     pub fn batch_slice(&self, b: u64) -> Option<&BTreeMap<u64, BTreeMap<u64, f64>>> {
         if let Some(s) = self.batches.get(&b) {

@@ -5,6 +5,7 @@
 mod attention;
 mod comm;
 mod dsa;
+mod dsv4;
 mod gdn;
 mod gemm;
 mod mamba2;
@@ -18,6 +19,9 @@ pub use comm::{CustomAllReduceTable, NcclTable};
 pub use dsa::{
     dsa_buckets, is_no_dsa_rows, nearest_entry, DsaBucket, DsaKey, DsaModuleTable, DsaPart, DsaSlice, DsaTables, ModuleRows,
     SparseKernel, SparseKernelTable, SparseKernelTables,
+};
+pub use dsv4::{
+    nearest_head, Dsv4Calibration, Dsv4Delta, Dsv4Key, Dsv4ModuleTable, Dsv4PagedMqa, Dsv4Tables, MhcKey, MhcTable,
 };
 pub use gdn::{normalise_gdn_kernel, GdnKey, GdnTable, GDN_RECURRENCE_KERNEL, GDN_TABLE};
 pub use gemm::GemmTable;
@@ -64,6 +68,7 @@ pub struct PerfDatabase {
     dsa: DsaTables,
     gdn: OnceLock<Result<Arc<GdnTable>>>,
     mamba2: OnceLock<Result<Arc<Mamba2Table>>>,
+    dsv4: Dsv4Tables,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -138,6 +143,7 @@ impl PerfDatabase {
             dsa: DsaTables::default(),
             gdn: OnceLock::new(),
             mamba2: OnceLock::new(),
+            dsv4: Dsv4Tables::default(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -237,6 +243,11 @@ impl PerfDatabase {
     /// The Mamba2 kernel table (spec 33 §7.2).
     pub fn mamba2(&self) -> Result<&Arc<Mamba2Table>> {
         self.mamba2.get_or_init(|| Mamba2Table::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The DeepSeek-V4 tables (spec 34), loaded on first use.
+    pub fn dsv4(&self) -> &Dsv4Tables {
+        &self.dsv4
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
