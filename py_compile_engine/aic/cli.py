@@ -112,6 +112,8 @@ def model_options(require_model: bool = True):
                          show_default=True, help="Attention data-parallel size."),
             click.option("--moe-tp", "moe_tp_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE TP size."),
             click.option("--moe-ep", "moe_ep_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE EP size."),
+            click.option("--cp", "cp_size", type=click.IntRange(min=0, max=U32_MAX), default=1, show_default=True,
+                         help="Context-parallel size (sglang, tp 1, long prompts)."),
             click.option("--gemm-quant", "gemm_quant_mode", default=None),
             click.option("--moe-quant", "moe_quant_mode", default=None),
             click.option("--kvcache-quant", "kvcache_quant_mode", default=None),
@@ -136,7 +138,7 @@ def model_options(require_model: bool = True):
 
 _COMPILE_KEYS = (
     "backend_version", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
-    "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
+    "cp_size", "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
     "comm_quant_mode", "nextn", "kv_block_size", "database_mode", "attention_backend",
 )
 
@@ -149,7 +151,7 @@ def _compile_json(model, system, backend, systems_path, kwargs) -> str:
     try:
         return compile_engine_json(model, system, backend, systems_path=systems_path,
                                    **{k: kwargs[k] for k in _COMPILE_KEYS})
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ImportError, NotImplementedError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -426,6 +428,8 @@ def _gib(value: int) -> str:
               show_default=True, help="Attention data-parallel size.")
 @click.option("--moe-tp", "moe_tp_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE TP size.")
 @click.option("--moe-ep", "moe_ep_size", type=click.IntRange(max=U32_MAX), default=None, help="MoE EP size.")
+@click.option("--cp", "cp_size", type=click.IntRange(min=0, max=U32_MAX), default=1, show_default=True,
+              help="Context-parallel size (sglang, tp 1).")
 @click.option("--gemm-quant", "gemm_quant_mode", default=None)
 @click.option("--moe-quant", "moe_quant_mode", default=None)
 @click.option("--kvcache-quant", "kvcache_quant_mode", default=None)

@@ -23,7 +23,7 @@ from . import families, paths
 from .families import BuildContext
 from ._native import native
 from .hf_config import ModelConfig, load_model_config
-from .parallel import apply_defaults, resolve_parallel, validate_nextn
+from .parallel import apply_defaults, check_cp, resolve_parallel, validate_nextn
 from .quant import VOCABULARIES, QuantModes, resolve_quant, validate_mode_names
 from .spec_builder import (
     apply_lane_orders,
@@ -126,6 +126,7 @@ def compile_report(
     attention_dp_size: int = 1,
     moe_tp_size: int | None = None,
     moe_ep_size: int | None = None,
+    cp_size: int = 1,
     gemm_quant_mode: str | None = None,
     moe_quant_mode: str | None = None,
     kvcache_quant_mode: str | None = None,
@@ -144,7 +145,7 @@ def compile_report(
     ``resolver`` answers the data-dependent steps (default: the native module).
     """
     # 1. parallel defaults
-    sizes = apply_defaults(tp_size, pp_size, attention_dp_size, moe_tp_size, moe_ep_size)
+    sizes = apply_defaults(tp_size, pp_size, attention_dp_size, moe_tp_size, moe_ep_size, cp_size)
     # 2. quant-mode names
     overrides = {
         "gemm_quant_mode": gemm_quant_mode,
@@ -168,6 +169,9 @@ def compile_report(
     # 7. parallel validation
     # The MoE width rule applies to models with experts only (QWEN35 has dense members).
     par = resolve_parallel(sizes, moe=families.is_moe_for_parallelism(model))
+    # 7b. context-parallel gate (spec 43 §2 step 4), then the families aic builds CP for
+    check_cp(par, model.family, backend)
+    families.check_cp_support(model.family, par.cp_size)
     # 8. family op lists
     ctx = BuildContext(
         backend=backend,
@@ -176,6 +180,7 @@ def compile_report(
         attention_dp_size=par.attention_dp_size,
         moe_tp_size=par.moe_tp_size,
         moe_ep_size=par.moe_ep_size,
+        cp_size=par.cp_size,
         nextn=nextn,
         gemm_quant_mode=quant.gemm_quant_mode,
         moe_quant_mode=quant.moe_quant_mode,
@@ -249,6 +254,7 @@ def compile_engine_json(
     attention_dp_size: int = 1,
     moe_tp_size: int | None = None,
     moe_ep_size: int | None = None,
+    cp_size: int = 1,
     gemm_quant_mode: str | None = None,
     moe_quant_mode: str | None = None,
     kvcache_quant_mode: str | None = None,
@@ -266,12 +272,14 @@ def compile_engine_json(
     folder holding ``config.json`` (+ optional ``hf_quant_config.json``), or a ``config.json`` path.
     ``backend_version``: ``None`` / ``"current"`` / ``"next"`` / ``"previous"`` or a literal slot
     version. ``database_mode``: ``None`` (SILICON), ``"SILICON"``, ``"HYBRID"``, ``"EMPIRICAL"``
-    or ``"SOL"``. Every invalid input raises ``ValueError``.
+    or ``"SOL"``. ``cp_size``: context parallelism (spec 43; SGLang only, with ``tp_size`` 1 and
+    ``attention_dp_size`` 1; MoE models need ``moe_tp_size * moe_ep_size == cp_size``). Invalid
+    input raises ``ValueError`` (an unsupported CP backend or family: ``NotImplementedError``).
     """
     return compile_report(
         model_path, system, backend, backend_version,
         tp_size=tp_size, pp_size=pp_size, attention_dp_size=attention_dp_size,
-        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size,
+        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size, cp_size=cp_size,
         gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
         kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
         comm_quant_mode=comm_quant_mode, nextn=nextn, kv_block_size=kv_block_size,
@@ -291,6 +299,7 @@ def compile_engine(
     attention_dp_size: int = 1,
     moe_tp_size: int | None = None,
     moe_ep_size: int | None = None,
+    cp_size: int = 1,
     gemm_quant_mode: str | None = None,
     moe_quant_mode: str | None = None,
     kvcache_quant_mode: str | None = None,
@@ -307,7 +316,7 @@ def compile_engine(
     spec_json = compile_engine_json(
         model_path, system, backend, backend_version,
         tp_size=tp_size, pp_size=pp_size, attention_dp_size=attention_dp_size,
-        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size,
+        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size, cp_size=cp_size,
         gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
         kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
         comm_quant_mode=comm_quant_mode, nextn=nextn, kv_block_size=kv_block_size,

@@ -197,6 +197,7 @@ def estimate_kv_cache(
     attention_dp_size: int = 1,
     moe_tp_size: int | None = None,
     moe_ep_size: int | None = None,
+    cp_size: int = 1,
     gemm_quant_mode: str | None = None,
     moe_quant_mode: str | None = None,
     kvcache_quant_mode: str | None = None,
@@ -217,6 +218,10 @@ def estimate_kv_cache(
     ``memory_fraction_kind`` defaults to ``"of_free"`` for trtllm and ``"of_total"`` for vllm
     and sglang. Raises ``ValueError`` when there is no KV budget left or the model cannot be
     built for the deployment.
+
+    ``cp_size`` (context parallelism, spec 43 §6) builds the CP model: every rank holds the full
+    KV cache, so the KV per token is not divided by ``cp_size``; a CP configuration the compile
+    step refuses is reported like any other model that cannot be built.
     """
     from .compile import _check_backend, compile_report, native
 
@@ -234,14 +239,15 @@ def estimate_kv_cache(
              "moe_tp_size": moe_tp_size, "moe_ep_size": moe_ep_size}
     try:
         result = compile_report(
-            model, system, backend, backend_version, **sizes,
+            model, system, backend, backend_version, **sizes, cp_size=cp_size,
             gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
             kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
             comm_quant_mode=comm_quant_mode, nextn=nextn, systems_path=systems_path,
         )
-    except (ValueError, AssertionError) as exc:
-        # Every compile failure (AssertionError: NEMOTRONNAS with nextn, spec 33 §6.5) becomes
-        # the reference's "unsupported model" ValueError.
+    except (ValueError, AssertionError, NotImplementedError, OverflowError) as exc:
+        # Every compile failure becomes the reference's "unsupported model" ValueError: the
+        # AssertionError of NEMOTRONNAS with nextn (spec 33 §6.5), a CP refusal
+        # (NotImplementedError) or a negative dense cp_size (OverflowError, spec 43 §6).
         try:
             facts_json = json.dumps(model_facts(load_model_config(model)))
         except Exception:  # noqa: BLE001 - no usable config: the facts are optional here

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 DEFAULT_LANES = ("default",)
 
+#: Bytes per element of the KV-cache and comm quant modes (spec 43 §3: μkv, μc).
+QUANT_BYTES = {"bfloat16": 2, "half": 2, "fp8": 1, "int8": 1}
+
 
 def _f(value) -> float:
     return float(value)
@@ -48,6 +51,15 @@ def p2p(name: str, scale: float, pp_size: int, hidden_size: int) -> dict:
     return {"P2P": {
         "name": name, "scale_factor": _f(scale), "pp_size": int(pp_size),
         "hidden_size": int(hidden_size), "seq_split": 1,
+    }}
+
+
+def cp_all_gather(num_layers: int, kv_elements: float, cp_size: int, comm_quant_mode: str) -> dict:
+    """The KV all-gather after context attention under context parallelism (spec 43 §3.3)."""
+    return {"Nccl": {
+        "name": "context_cp_all_gather", "scale_factor": _f(num_layers),
+        "hidden_size": _f(kv_elements), "num_gpus": int(cp_size), "dtype": comm_quant_mode,
+        "operation": "all_gather", "seq_split": 1,
     }}
 
 

@@ -9,7 +9,7 @@ from .errors import HeadDivisibilityError
 
 @dataclass(frozen=True)
 class Parallel:
-    """Resolved parallel sizes. ``cp_size`` is always 1 on the compile path."""
+    """Resolved parallel sizes (``cp_size``: context parallelism, spec 43)."""
 
     tp_size: int
     pp_size: int
@@ -28,10 +28,11 @@ def _as_int(name: str, value) -> int:
 
 
 def apply_defaults(
-    tp_size=1, pp_size=1, attention_dp_size=1, moe_tp_size=None, moe_ep_size=None
+    tp_size=1, pp_size=1, attention_dp_size=1, moe_tp_size=None, moe_ep_size=None, cp_size=1
 ) -> dict:
     """Step 1: unset sizes become 1 (``moe_tp_size`` / ``moe_ep_size`` included, not inferred)."""
     return {
+        "cp_size": 1 if cp_size is None else cp_size,
         "tp_size": 1 if tp_size is None else tp_size,
         "pp_size": 1 if pp_size is None else pp_size,
         "attention_dp_size": 1 if attention_dp_size is None else attention_dp_size,
@@ -56,10 +57,16 @@ def validate_nextn(nextn) -> int:
 
 def resolve_parallel(sizes: dict, *, moe: bool) -> Parallel:
     """Checks every size is a positive integer and, for MoE families, the width rule
-    ``tp * adp * cp == moe_tp * moe_ep`` (spec 30 §4 rules 1-4)."""
+    ``tp * adp * cp == moe_tp * moe_ep`` (spec 30 §4 rules 1-4, spec 43 §2 step 3).
+
+    ``cp_size`` must be positive for MoE families only: a dense model accepts 0 (every CP field
+    is then 0, priced like 1) and fails on a negative value when its ops are built (spec 43 §2).
+    """
     order = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "pp_size")
     values = {name: _as_int(name, sizes[name]) for name in order}
-    for name in order:
+    values["cp_size"] = _as_int("cp_size", sizes.get("cp_size", 1))
+    checked = ("tp_size", "attention_dp_size", "cp_size") if moe else ("tp_size", "attention_dp_size")
+    for name in checked + ("moe_tp_size", "moe_ep_size", "pp_size"):
         if values[name] <= 0:
             raise ValueError(f"{name} must be positive, got {values[name]}.")
     par = Parallel(**values)
@@ -104,3 +111,36 @@ def check_experts(num_experts: int, moe_ep_size: int) -> None:
             f"{moe_ep_size} is too large; allowed: moe_ep_size <= {num_experts} (make up the "
             f"rest of the width with moe_tp_size)."
         )
+
+
+#: Families whose SGLang model builds context-parallel op lists (spec 43 §2 step 4a, §7).
+CP_FAMILIES = frozenset({"LLAMA", "MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL", "QWEN3VL_MOE", "HYBRIDMOE",
+                         "STEP3P7", "GEMMA4MIX", "DEEPSEEKV32", "DEEPSEEKV4"})
+
+
+def check_cp(par: Parallel, family: str, backend: str) -> None:
+    """The CP gate (spec 43 §2 step 4, only when ``cp_size > 1``): the family must support CP on
+    the backend (SGLang only), and SGLang CP excludes attention TP and attention DP."""
+    cp = par.cp_size
+    if cp <= 1:
+        return
+    if family not in CP_FAMILIES or backend != "sglang":
+        raise NotImplementedError(
+            f"Context parallelism (cp_size={cp}) is not supported for model_family="
+            f"{family!r} on backend={backend!r}. The model class must override ``supports_cp`` "
+            f"and implement CP in its op pipeline."
+        )
+    if par.tp_size != 1 or par.attention_dp_size != 1:
+        raise ValueError(
+            f"sglang CP requires tp_size=1 and attention_dp_size=1 when cp_size>1 (CP and "
+            f"attention TP/DP are mutually exclusive on sglang). Got tp_size={par.tp_size}, "
+            f"attention_dp_size={par.attention_dp_size}, cp_size={cp}."
+        )
+
+
+def check_cp_seq_split(cp_size: int) -> int:
+    """A dense model's ``seq_split`` field: an unsigned integer (the reference raises this
+    ``OverflowError`` for a negative ``cp_size`` when it builds the first such op)."""
+    if cp_size < 0:
+        raise OverflowError("out of range integral type conversion attempted")
+    return cp_size

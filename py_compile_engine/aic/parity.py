@@ -39,13 +39,13 @@ QUERY_METHODS = {
 
 COMPILE_KEYS = (
     "backend_version", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
-    "nextn", "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
+    "cp_size", "nextn", "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
     "comm_quant_mode", "database_mode",
 )
 
 #: Compile keys that ``aic.estimate_kv_cache`` takes (the memory record ignores the rest).
 MEMORY_COMPILE_KEYS = (
-    "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "nextn",
+    "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "cp_size", "nextn",
     "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
     "comm_quant_mode",
 )

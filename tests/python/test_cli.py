@@ -268,3 +268,23 @@ def test_parity_small_set(native):
     assert report["kinds"]["memory"] == {"passed": 1, "failed": 0}
     assert result.exit_code == (1 if failed else 0)
     assert not [f for f in report["failures"] if f["kind"] == "compile"]
+
+
+@pytest.mark.skipif(not native_available(), reason="needs the native module")
+def test_cp_flag_reaches_compile_and_memory(tmp_path):
+    out = tmp_path / "cp.json"
+    result = _run("compile", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang",
+                  "--cp", "2", "--json", "-o", out)
+    assert result.exit_code == 0, result.output
+    spec = json.loads(out.read_text())
+    assert spec["engine"]["cp_size"] == 2
+    assert "context_cp_all_gather" in out.read_text()
+    result = _run("estimate", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang",
+                  "--cp", "4", "--isl", "131072", "--osl", "256")
+    assert result.exit_code == 0, result.output
+    result = _run("estimate", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "trtllm",
+                  "--cp", "2")
+    assert result.exit_code != 0 and "Context parallelism (cp_size=2) is not supported" in result.output
+    result = _run("memory", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang",
+                  "--cp", "2", "--json")
+    assert json.loads(result.output)["total_kv_size_tokens"] == 244386

@@ -47,6 +47,7 @@ pub struct AicEngineBuilder {
     attention_dp_size: u32,
     moe_tp_size: Option<u32>,
     moe_ep_size: Option<u32>,
+    cp_size: u32,
     nextn: u32,
     kv_block_size: Option<u32>,
     quant: [Option<String>; 5],
@@ -73,6 +74,7 @@ impl AicEngineBuilder {
             attention_dp_size: 1,
             moe_tp_size: None,
             moe_ep_size: None,
+            cp_size: 1,
             nextn: 0,
             kv_block_size: None,
             quant: Default::default(),
@@ -110,6 +112,14 @@ impl AicEngineBuilder {
     pub fn moe_parallelism(mut self, moe_tp_size: u32, moe_ep_size: u32) -> Self {
         self.moe_tp_size = Some(moe_tp_size);
         self.moe_ep_size = Some(moe_ep_size);
+        self
+    }
+
+    /// Context-parallel size (default 1): splits each prompt's tokens over `size` GPUs
+    /// (spec 43; SGLang only, with tensor and attention-data parallelism 1; a MoE model also
+    /// needs `moe_tp_size * moe_ep_size == size`).
+    pub fn cp_size(mut self, size: u32) -> Self {
+        self.cp_size = size;
         self
     }
 
@@ -199,6 +209,7 @@ impl AicEngineBuilder {
             kwargs.set_item("attention_dp_size", self.attention_dp_size)?;
             kwargs.set_item("moe_tp_size", self.moe_tp_size)?;
             kwargs.set_item("moe_ep_size", self.moe_ep_size)?;
+            kwargs.set_item("cp_size", self.cp_size)?;
             for (key, value) in QUANT_KEYWORDS.iter().zip(&self.quant) {
                 kwargs.set_item(key, value.as_deref())?;
             }

@@ -82,6 +82,23 @@ fn builder_passes_every_setting_through() {
     assert!(built.decode_step_ms(16, 1024, 128).unwrap() > 0.0);
 }
 
+/// Context parallelism (spec 43): the keyword reaches the front end; Qwen3-32B h200 sglang cp 2
+/// prefills (1, 16384) in 1017.6168954134945 ms (spec 43 §5.2), decode equals the tp 1 engine.
+#[test]
+fn builder_passes_cp_size_through() {
+    if !front_end("builder_passes_cp_size_through") {
+        return;
+    }
+    let cp = AicEngineBuilder::new("Qwen/Qwen3-32B", "h200_sxm", BackendKind::Sglang).cp_size(2).build().unwrap();
+    assert_eq!(cp.spec().engine.cp_size, 2);
+    let prefill = cp.prefill_ms(1, 16384, 0).unwrap();
+    assert!((prefill / 1017.6168954134945 - 1.0).abs() < 1e-9, "{prefill}");
+    let plain = AicEngineBuilder::new("Qwen/Qwen3-32B", "h200_sxm", BackendKind::Sglang).build().unwrap();
+    assert_eq!(cp.decode_ms(8, 2048, 128).unwrap().to_bits(), plain.decode_ms(8, 2048, 128).unwrap().to_bits());
+    let err = AicEngineBuilder::new("Qwen/Qwen3-32B", "h200_sxm", BackendKind::Trtllm).cp_size(2).build().unwrap_err();
+    assert!(err.to_string().contains("NotImplementedError"), "{err}");
+}
+
 #[test]
 fn python_value_error_becomes_a_value_class_error() {
     if !front_end("python_value_error_becomes_a_value_class_error") {

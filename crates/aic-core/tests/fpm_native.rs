@@ -226,7 +226,19 @@ fn dtype_mapping_of_the_compile_request() {
     close(est(&m, &[f(0, 0, 0, 8, 8000)]), 8.582352311177765);
     let kwargs: Value = serde_json::from_str(&req.to_json()).unwrap();
     assert_eq!(kwargs["gemm_quant_mode"], "fp8");
+    assert_eq!(kwargs["cp_size"], 1);
     assert!(kwargs.get("forward_model").is_none());
+}
+
+/// An engine config's `cp_size` (spec 43) reaches the compile request (default 1).
+#[test]
+fn cp_size_of_the_compile_request() {
+    use aic_core::fpm::config::FpmEngineConfig;
+    let config = r#"{"schema_version":1,"model_name":"Qwen/Qwen3-32B","system_name":"h200_sxm","backend":"sglang","tp_size":1,"pp_size":1,"cp_size":4}"#;
+    let req = FpmEngineConfig::from_json(config).unwrap().compile_request();
+    assert_eq!(req.cp_size, 4);
+    let kwargs: Value = serde_json::from_str(&req.to_json()).unwrap();
+    assert_eq!(kwargs["cp_size"], 4);
 }
 
 #[test]

@@ -247,3 +247,11 @@ fn nemotron_goldens_match_reference() {
 fn dsv4_goldens_match_reference() {
     assert_family("dsv4.json", |_| true, 700);
 }
+
+/// Context parallelism (spec 43): seq-split token-major ops, zig-zag attention and MLA, the KV
+/// all-gather, CP dispatches, DSA CP. The file waits in `goldens/pending/` because its
+/// DeepSeek-V4 case needs that family's ops (`Dsv4Context`, `Mhc`); every other case replays.
+#[test]
+fn cp_goldens_match_reference() {
+    assert_family("pending/cp.json", |c| c["resolved"]["model_family"] != "DEEPSEEKV4", 1100);
+}

@@ -122,6 +122,8 @@ class BuildContext:
     fmha_quant_mode: str
     comm_quant_mode: str
     gemm_quant_explicit: bool = False
+    #: Context parallelism (spec 43): 1 = none; the builder writes it into the CP op fields.
+    cp_size: int = 1
 
 
 #: Families whose MoE parallel rules depend on the parsed model having experts (`E > 0`),
@@ -169,6 +171,23 @@ def check_config(model) -> None:
     parse = getattr(module, "parse", None)
     if parse is not None:
         parse(model)
+
+
+#: Families whose builders emit context-parallel op lists (spec 43 §3; DSA: §7). The reference
+#: also builds CP specs for HYBRIDMOE, STEP3P7, GEMMA4MIX (and DEEPSEEKV4), whose CP op lists no
+#: document or golden describes yet.
+CP_BUILDERS = frozenset({"LLAMA", "MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL", "QWEN3VL_MOE",
+                         "DEEPSEEKV32"})
+
+
+def check_cp_support(family: str, cp_size: int) -> None:
+    """Refuses ``cp_size > 1`` for families the reference accepts but aic cannot build CP for."""
+    if cp_size > 1 and family not in CP_BUILDERS:
+        raise NotImplementedError(
+            f"Context parallelism (cp_size={cp_size}) for model_family={family!r} is not "
+            f"implemented by aic yet; context parallelism is available for "
+            f"{', '.join(sorted(CP_BUILDERS))} on sglang."
+        )
 
 
 def builder(family: str) -> Callable:

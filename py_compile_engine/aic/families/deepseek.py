@@ -238,4 +238,56 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     if ctx.backend == "vllm":
         generation.append(ops.custom_all_reduce(p + "tp_allreduce", (2 * L) * m, h, tp))
     generation.append(ops.p2p(p + "p2p", (pp - 1) * m, pp, h))
+    if ctx.cp_size != 1:
+        context, generation = apply_cp(context, generation, model, ctx)
+    return context, generation
+
+
+def _walk(op_list: list[dict]):
+    """Every op of a list, composites' members included (depth first)."""
+    for op in op_list:
+        yield op
+        f = ops.fields(op)
+        if ops.variant(op) == "Fallback":
+            yield from _walk([f["primary"]])
+            yield from _walk(f["fallback"])
+        elif ops.variant(op) == "Overlap":
+            yield from _walk(f["group_a"])
+            yield from _walk(f["group_b"])
+
+
+def mla_kv_elements(model: ModelConfig, ctx: BuildContext) -> float:
+    """``hidden_size`` of the CP KV all-gather for MLA: ``(kv_lora_rank + qk_rope_head_dim) * μkv``
+    bytes in comm-mode elements (spec 43 §3.3; config values, defaults 512 and 64)."""
+    b_kv = ((model.kv_lora_rank or KV_LORA_RANK) + (model.qk_rope_head_dim or 64)) \
+        * ops.QUANT_BYTES[ctx.kvcache_quant_mode]
+    return b_kv / ops.QUANT_BYTES[ctx.comm_quant_mode]
+
+
+def apply_cp(context: list[dict], generation: list[dict], model: ModelConfig,
+             ctx: BuildContext) -> tuple[list[dict], list[dict]]:
+    """The CP delta of spec 43 §3 for DEEPSEEK / KIMIK25 (reached with ``cp >= 2`` only: the MoE
+    width rule refuses 0 and negatives): ``seq_split = cp`` on every context op with the field
+    except the P2P, ``cp_size = cp`` on ``ContextMla``, the module primary at ``L / cp``,
+    ``attn_cp_size = cp`` on the dispatches of both phases, and the KV all-gather right after
+    the MLA block (the Fallback, or the inlined ``context_proj_gemm``)."""
+    cp, L = ctx.cp_size, model.num_layers
+    for op in _walk(context):
+        f = ops.fields(op)
+        variant = ops.variant(op)
+        if "seq_split" in f and variant != "P2P":
+            f["seq_split"] = cp
+        if variant in ("ContextMla", "ContextAttention"):
+            f["cp_size"] = cp
+        elif variant == "MlaModuleContext":
+            f["scale_factor"] = L / cp
+        elif variant == "MoeDispatch":
+            f["attn_cp_size"] = cp
+    for op in _walk(generation):
+        if ops.variant(op) == "MoeDispatch":
+            ops.fields(op)["attn_cp_size"] = cp
+    names = [ops.fields(op)["name"] for op in context]
+    anchor = "context_mla_block" if "context_mla_block" in names else "context_proj_gemm"
+    context.insert(names.index(anchor) + 1,
+                   ops.cp_all_gather(L, mla_kv_elements(model, ctx), cp, ctx.comm_quant_mode))
     return context, generation

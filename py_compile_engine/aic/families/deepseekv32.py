@@ -149,4 +149,26 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.gemm(p + "logits_gemm", once, vocab_tp, h, "bfloat16"),
         ops.p2p(p + "p2p", (pp - 1) * m, pp, h),
     ]
+    if ctx.cp_size != 1:
+        apply_cp(context, generation, ctx.cp_size)
     return context, generation
+
+
+def apply_cp(context: list[dict], generation: list[dict], cp: int) -> None:
+    """The DSA CP delta (spec 43 §7, 32 §5.7): ``DsaContext.cp_size = cp``, both context add-norm
+    ops count ``floor(x / cp)`` tokens (``scale_num_tokens``, not ``seq_split``), the dispatches
+    of both phases carry ``attn_cp_size = cp``; no op gets ``seq_split`` and there is no KV
+    all-gather (the DSA module prices its own CP traffic)."""
+    for op in context:
+        f = ops.fields(op)
+        if ops.variant(op) == "DsaContext":
+            f["cp_size"] = cp
+        elif f["name"] in ("context_add_norm_1", "context_add_norm_2"):
+            f["scale_num_tokens"] = cp
+        elif ops.variant(op) == "MoeDispatch":
+            f["attn_cp_size"] = cp
+    for op in generation:
+        if ops.variant(op) == "Overlap":
+            for member in ops.fields(op)["group_a"]:
+                if ops.variant(member) == "MoeDispatch":
+                    ops.fields(member)["attn_cp_size"] = cp

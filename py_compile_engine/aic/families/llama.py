@@ -9,13 +9,46 @@ from __future__ import annotations
 
 from .. import ops
 from ..hf_config import ModelConfig, ceil_div
-from ..parallel import check_heads
+from ..parallel import check_cp_seq_split, check_heads
 from . import BuildContext
 
 
 def mtp_multiplier(num_layers: int, nextn: int) -> float:
     """``m = (nextn + L) / L`` in IEEE double, exactly in this order (spec 30 §5.2)."""
     return (nextn + num_layers) / num_layers
+
+
+def gqa_kv_elements(model: ModelConfig, ctx: BuildContext) -> float:
+    """``hidden_size`` of the CP KV all-gather (spec 43 §3.3): KV bytes per token per layer at
+    tp 1 (``n_kv * head_dim * 2 * μkv``) in comm-mode elements."""
+    b_kv = model.num_kv_heads * model.head_dim * 2 * ops.QUANT_BYTES[ctx.kvcache_quant_mode]
+    return b_kv / ops.QUANT_BYTES[ctx.comm_quant_mode]
+
+
+def apply_cp(context: list[dict], ctx: BuildContext, num_layers: int, kv_elements: float,
+             *, seq_split_ops=None) -> list[dict]:
+    """The CP delta of a GQA context list (spec 43 §3.1-§3.3): ``seq_split = cp`` on every op
+    with the field (or those named in ``seq_split_ops``), ``cp_size = cp`` on the attention ops,
+    ``attn_cp_size = cp`` on the dispatches, and the KV all-gather after the last
+    ``context_attention`` when ``cp > 1``. A no-op at cp 1."""
+    cp = ctx.cp_size
+    if cp == 1:
+        return context
+    split = check_cp_seq_split(cp)
+    out = []
+    for op in context:
+        f = ops.fields(op)
+        if "seq_split" in f and (seq_split_ops is None or f["name"] in seq_split_ops):
+            f["seq_split"] = split
+        if ops.variant(op) in ("ContextAttention", "ContextMla"):
+            f["cp_size"] = cp
+        if ops.variant(op) == "MoeDispatch":
+            f["attn_cp_size"] = cp
+        out.append(op)
+    if cp > 1:
+        last = max(i for i, op in enumerate(out) if ops.fields(op)["name"] == "context_attention")
+        out.insert(last + 1, ops.cp_all_gather(num_layers, kv_elements, cp, ctx.comm_quant_mode))
+    return out
 
 
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
@@ -65,4 +98,5 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
             ops.custom_all_reduce(p + "ar_2", per_layer, h, tp),
             ops.p2p(p + "p2p", p2p_scale, pp, h),
         ]
-    return lists["context"], lists["generation"]
+    context = apply_cp(lists["context"], ctx, L, gqa_kv_elements(model, ctx))
+    return context, lists["generation"]

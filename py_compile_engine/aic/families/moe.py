@@ -15,7 +15,7 @@ from .. import ops
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_experts, check_heads
 from . import BuildContext
-from .llama import mtp_multiplier
+from .llama import apply_cp, gqa_kv_elements, mtp_multiplier
 
 #: Expert-load model of the routed experts of this family.
 WORKLOAD_DISTRIBUTION = "power_law_1.2"
@@ -128,4 +128,5 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
             ops.p2p(p + "p2p", p2p_scale, pp, h),
         ]
         lists[phase] = out
-    return lists["context"], lists["generation"]
+    context = apply_cp(lists["context"], ctx, L, gqa_kv_elements(model, ctx))
+    return context, lists["generation"]

@@ -39,6 +39,9 @@ pub struct FpmEngineConfig {
     /// MoE expert parallelism.
     #[serde(default)]
     pub moe_ep_size: Option<u32>,
+    /// Context parallelism (default 1; spec 43: SGLang, tp 1).
+    #[serde(default = "one")]
+    pub cp_size: u32,
     /// Weight dtype (→ GEMM quant mode).
     #[serde(default)]
     pub weight_dtype: Option<String>,
@@ -87,6 +90,7 @@ impl FpmEngineConfig {
             attention_dp_size: self.attention_dp_size,
             moe_tp_size: self.moe_tp_size,
             moe_ep_size: self.moe_ep_size,
+            cp_size: self.cp_size,
             gemm_quant_mode: self.weight_dtype.as_deref().and_then(gemm_quant_mode).map(str::to_string),
             moe_quant_mode: self.moe_dtype.as_deref().and_then(moe_quant_mode).map(str::to_string),
             kvcache_quant_mode: self.kv_cache_dtype.as_deref().and_then(kv_quant_mode).map(str::to_string),
@@ -123,6 +127,8 @@ pub struct CompileRequest {
     pub moe_tp_size: Option<u32>,
     /// MoE expert parallelism (`None` = front-end default).
     pub moe_ep_size: Option<u32>,
+    /// Context parallelism (1 = none).
+    pub cp_size: u32,
     /// GEMM quant mode (`None` = model default).
     pub gemm_quant_mode: Option<String>,
     /// MoE quant mode (`None` = model default).
