@@ -51,9 +51,10 @@ def test_cp_agrees_with_reference():
     failures = [(c.case_id, c.kind, c.detail) for c in report.checks if not c.passed]
     assert not failures, failures[:5]
     assert report.passed == 1178 + 43 + 43  # queries, compiles, memory records
-    # the waiting case fails only because its family is not built yet: once it compiles, this
-    # test fails so that cp.json moves up to goldens/
+    # the waiting case fails only because DeepSeek-V4's cp deltas (spec 43 §7) are not built
+    # yet: once it compiles, this test fails so that cp.json moves up to goldens/
     waiting_report = parity.run_parity(waiting)
     compile_checks = [c for c in waiting_report.checks if c.kind == "compile"]
     assert len(compile_checks) == 1 and not compile_checks[0].passed
-    assert "(family DEEPSEEKV4) is not supported by aic yet" in compile_checks[0].detail
+    assert "Context parallelism (cp_size=4) for model_family='DEEPSEEKV4' is not implemented" \
+        in compile_checks[0].detail
