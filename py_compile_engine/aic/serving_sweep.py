@@ -8,6 +8,7 @@ the Pareto fronts and the picks in Rust, in parallel over layouts.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
@@ -131,18 +132,30 @@ def sweep(
                  "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
                  "comm_quant_mode": comm_quant_mode}
 
+    memo: dict = {}
+
     def layout(sizes, runs_context):
         try:
             w = build_worker(model_path, system, backend, version, root, sizes, overrides, nextn,
                              runs_context, sweep=True, database_mode=database_mode,
-                             moe_label_default=1)
+                             moe_label_default=1, memo=memo)
             return {"worker": w}
         except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
             return {"error": f"{type(exc).__name__}: {exc}"}
 
-    context_layouts = [layout(s, True) for s in
-                       parallel_layouts(is_moe, backend, total_gpus,
-                                        cp_sizes(family, backend, True))]
+    # The compile allocates many small, acyclic objects: cyclic garbage collection passes
+    # during it find nothing and cost a noticeable share of a short sweep.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        context_layouts = [layout(s, True) for s in
+                           parallel_layouts(is_moe, backend, total_gpus,
+                                            cp_sizes(family, backend, True))]
+        decode_layouts = ([layout(s, False) for s in parallel_layouts(is_moe, backend, total_gpus)]
+                          if total_gpus >= 2 else None)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     request = {
         "total_gpus": total_gpus, "isl": isl, "osl": osl, "prefix": prefix, "ttft": float(ttft),
         "tpot": float(tpot), "request_latency": request_latency, "nextn_accepted": accepted,
@@ -151,8 +164,7 @@ def sweep(
     }
     if total_gpus >= 2:
         request["prefill"] = context_layouts
-        request["decode"] = [layout(s, False)
-                             for s in parallel_layouts(is_moe, backend, total_gpus)]
+        request["decode"] = decode_layouts
     try:
         text = native().serving_sweep(json.dumps(request), str(root))
     except RuntimeError as exc:
