@@ -311,6 +311,10 @@ def serving_sweep(request_json: str, systems_path: Optional[str] = None) -> str:
     """The deployment sweep (spec 50 §9, ``cli_default``) from compiled layouts: JSON text with
     the candidate tables, Pareto fronts and picks. Use :func:`aic.serving_sweep.sweep`."""
 
+def system_sm_version(systems_path: Optional[_PathLike], system: str) -> Optional[int]:
+    """The GPU's ``sm_version`` from a system's YAML (``None`` when not given); raises like the
+    other system readers when the file is missing or invalid."""
+
 def table_names() -> List[str]:
     """The perf tables of a database, in display order (``"gemm"``, ``"context_attention"``,
     ..., ``"scale_matrix"``)."""

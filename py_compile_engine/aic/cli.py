@@ -78,6 +78,15 @@ def _version() -> str:
     return __version__
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    """``--version``: the distribution version is looked up only when asked for (reading it
+    imports ``importlib.metadata``, a large share of the CLI's start-up otherwise)."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"aic-compile {_version()}")
+    ctx.exit()
+
+
 def _systems_path(ctx: click.Context, local: str | None) -> str | None:
     """The subcommand's ``--systems-path``, else the group's; ``None`` lets the library apply its
     default search (``AIC_SYSTEMS_PATH``, packaged data, source checkout)."""
@@ -187,7 +196,8 @@ def _load_engine(ctx, model, spec_file, kwargs):
               help=f"Systems root (default: ${paths.SYSTEMS_ENV}, else the packaged data, else "
                    f"the source checkout's data/systems). Given explicitly, it is also recorded "
                    f"in compiled specs.")
-@click.version_option(version=_version(), prog_name="aic-compile", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 @click.pass_context
 def main(ctx: click.Context, systems_path: str | None) -> None:
     """aic front end: compile EngineSpecs and query the native engine."""

@@ -98,13 +98,6 @@ def run_serving_case(case: dict, report, *, systems_path=None) -> None:
     from .parity import Check
 
     kind = case["_serving"]
-    if kind == "sweep":
-        from .serving_sweep import needs_context_parallelism
-
-        if needs_context_parallelism(case):
-            # Checked without its cp > 1 layouts (context parallelism is not supported yet);
-            # counted under its own kind so the summary shows it.
-            kind = "sweep_cp1_only"
     try:
         if kind == "estimate":
             passed, detail = check_estimate(case, report.rtol, systems_path)

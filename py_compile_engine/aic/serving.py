@@ -110,18 +110,15 @@ def resolve_moe_widths(is_moe: bool, tp, dp, moe_tp, moe_ep):
 
 
 def _is_blackwell(root, system: str) -> bool:
-    """``gpu.sm_version >= 100`` in the system's YAML (one file read, cached)."""
+    """``gpu.sm_version >= 100`` in the system's YAML (read by the native system loader, so no
+    YAML parser is imported; cached per process)."""
     key = (str(root), system)
     if key not in _SM_CACHE:
-        import yaml
-
         try:
-            with open(os.path.join(str(root), f"{system}.yaml"), encoding="utf-8") as fh:
-                doc = yaml.safe_load(fh) or {}
-            sm = (doc.get("gpu") or {}).get("sm_version")
-        except (OSError, yaml.YAMLError, AttributeError):
+            sm = native().system_sm_version(str(root) if root is not None else None, system)
+        except (ValueError, RuntimeError, OSError):  # an unreadable system file: not Blackwell
             sm = None
-        _SM_CACHE[key] = isinstance(sm, (int, float)) and sm >= 100
+        _SM_CACHE[key] = sm is not None and sm >= 100
     return _SM_CACHE[key]
 
 
@@ -217,8 +214,12 @@ def resolve_quant_overrides(model_path, model, backend, system, version, root, o
 
 def build_worker(model_path, system, backend, version, root, sizes: dict, overrides: dict,
                  nextn: int, runs_context: bool, *, sweep=False, database_mode=None,
-                 attention_backend=None, moe_label_default=None) -> dict:
-    """Compiles one worker and returns the native request's worker object."""
+                 attention_backend=None, moe_label_default=None, memo: dict | None = None) -> dict:
+    """Compiles one worker and returns the native request's worker object.
+
+    ``memo`` (one dict per sweep) shares the worker between calls whose sizes and resolved
+    quant modes are equal (a decode layout usually compiles to the same spec as the agg layout
+    of the same sizes); everything else a call depends on is fixed within one sweep."""
     from .compile import compile_report
     from .hf_config import load_model_config
     from .memory import model_facts
@@ -226,6 +227,9 @@ def build_worker(model_path, system, backend, version, root, sizes: dict, overri
     model = load_model_config(model_path)
     quant = resolve_quant_overrides(model_path, model, backend, system, version, root, overrides,
                                     runs_context, sweep=sweep)
+    key = (tuple(sorted(sizes.items())), tuple(sorted(quant.items())))
+    if memo is not None and key in memo:
+        return memo[key]
     result = compile_report(
         model_path, system, backend, version, **sizes, **quant, nextn=nextn,
         systems_path=os.fspath(root) if root is not None else None,
@@ -243,7 +247,10 @@ def build_worker(model_path, system, backend, version, root, sizes: dict, overri
         labels["moe_tp"] = moe_label_default
     if labels["moe_ep"] is None:
         labels["moe_ep"] = moe_label_default
-    return {"spec": result.spec_json, "facts": model_facts(result.model), "labels": labels}
+    worker = {"spec": result.spec_json, "facts": model_facts(result.model), "labels": labels}
+    if memo is not None:
+        memo[key] = worker
+    return worker
 
 
 def estimate(

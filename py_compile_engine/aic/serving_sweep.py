@@ -8,10 +8,12 @@ the Pareto fronts and the picks in Rust, in parallel over layouts.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
 from . import paths
+from .parallel import CP_FAMILIES
 from ._native import native
 from .serving import (
     NoFeasibleConfigError,
@@ -23,31 +25,57 @@ from .serving import (
 NUM_GPUS = (1, 2, 4, 8, 16)
 
 
-def parallel_layouts(is_moe: bool, backend: str, total_gpus: int) -> list[dict]:
-    """Parallel tuples of one experiment role, in the reference's order (§9.2)."""
+#: Context-parallel widths a CP-capable role explores on SGLang (spec 43 §8, 50 §9.2).
+CP_SIZES = (1, 2, 4, 8)
+
+
+def cp_sizes(family: str, backend: str, runs_context: bool) -> tuple[int, ...]:
+    """The ``cp`` list of one role (spec 50 §9.2): ``[1, 2, 4, 8]`` for agg and prefill workers
+    of families declaring SGLang CP support, ``[1]`` otherwise (decode workers, other
+    backends). Tuples the CP rules refuse (attention TP or DP with cp > 1) fail to compile and
+    are skipped like any failing tuple."""
+    if runs_context and backend == "sglang" and family in CP_FAMILIES:
+        return CP_SIZES
+    return (1,)
+
+
+def parallel_layouts(is_moe: bool, backend: str, total_gpus: int,
+                     cps: tuple[int, ...] = (1,)) -> list[dict]:
+    """Parallel tuples of one experiment role, in the reference's order (§9.2): ``tp``
+    outermost, then pp, dp, moe_tp, moe_ep, cp. ``cp_size`` is present only when the role
+    explores more than cp = 1."""
     out = []
+
+    def add(tp, pp, dp, moe_tp, moe_ep, cp):
+        sizes = {"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
+                 "moe_tp_size": moe_tp, "moe_ep_size": moe_ep}
+        if cp != 1:
+            sizes["cp_size"] = cp
+        out.append(sizes)
+
     if not is_moe:
         for tp in (1, 2, 4, 8):
-            if tp <= total_gpus:
-                out.append({"tp_size": tp, "pp_size": 1, "attention_dp_size": 1,
-                            "moe_tp_size": 1, "moe_ep_size": 1})
+            for cp in cps:
+                gpus = tp * cp
+                if gpus in (1, 2, 4, 8) and gpus <= total_gpus:
+                    add(tp, 1, 1, 1, 1, cp)
         return out
     for tp in NUM_GPUS:
         for pp in (1,):
             for dp in NUM_GPUS:
                 for moe_tp in NUM_GPUS:
                     for moe_ep in NUM_GPUS:
-                        gpus = dp * tp * pp
-                        if gpus not in NUM_GPUS or gpus > total_gpus:
-                            continue
-                        if dp * tp != moe_tp * moe_ep:
-                            continue
-                        if backend == "trtllm" and dp > 1 and tp > 1:
-                            continue
-                        if backend == "vllm" and moe_tp > 1 and moe_ep > 1:
-                            continue
-                        out.append({"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
-                                    "moe_tp_size": moe_tp, "moe_ep_size": moe_ep})
+                        for cp in cps:
+                            gpus = dp * tp * pp * cp
+                            if gpus not in NUM_GPUS or gpus > total_gpus:
+                                continue
+                            if dp * tp * cp != moe_tp * moe_ep:
+                                continue
+                            if backend == "trtllm" and dp > 1 and tp > 1:
+                                continue
+                            if backend == "vllm" and moe_tp > 1 and moe_ep > 1:
+                                continue
+                            add(tp, pp, dp, moe_tp, moe_ep, cp)
     return out
 
 
@@ -98,22 +126,36 @@ def sweep(
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     root = paths.systems_path(systems_path)
     version = resolve_version(root, system, backend, backend_version, database_mode)
-    is_moe = load_model_config(model_path).family in families.MOE_FAMILIES
+    family = load_model_config(model_path).family
+    is_moe = family in families.MOE_FAMILIES
     overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
                  "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
                  "comm_quant_mode": comm_quant_mode}
+
+    memo: dict = {}
 
     def layout(sizes, runs_context):
         try:
             w = build_worker(model_path, system, backend, version, root, sizes, overrides, nextn,
                              runs_context, sweep=True, database_mode=database_mode,
-                             moe_label_default=1)
+                             moe_label_default=1, memo=memo)
             return {"worker": w}
         except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
             return {"error": f"{type(exc).__name__}: {exc}"}
 
-    layouts = parallel_layouts(is_moe, backend, total_gpus)
-    context_layouts = [layout(s, True) for s in layouts]
+    # The compile allocates many small, acyclic objects: cyclic garbage collection passes
+    # during it find nothing and cost a noticeable share of a short sweep.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        context_layouts = [layout(s, True) for s in
+                           parallel_layouts(is_moe, backend, total_gpus,
+                                            cp_sizes(family, backend, True))]
+        decode_layouts = ([layout(s, False) for s in parallel_layouts(is_moe, backend, total_gpus)]
+                          if total_gpus >= 2 else None)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     request = {
         "total_gpus": total_gpus, "isl": isl, "osl": osl, "prefix": prefix, "ttft": float(ttft),
         "tpot": float(tpot), "request_latency": request_latency, "nextn_accepted": accepted,
@@ -122,7 +164,7 @@ def sweep(
     }
     if total_gpus >= 2:
         request["prefill"] = context_layouts
-        request["decode"] = [layout(s, False) for s in layouts]
+        request["decode"] = decode_layouts
     try:
         text = native().serving_sweep(json.dumps(request), str(root))
     except RuntimeError as exc:
@@ -154,8 +196,6 @@ def check_sweep(case: dict, systems_path=None) -> tuple[bool, str]:
     candidates (ties: any tied row is a correct pick), and the chosen experiment, best
     throughputs and latencies exactly."""
     kwargs = dict(case["kwargs"])
-    if needs_context_parallelism(case):
-        return _check_sweep_without_cp(case, kwargs, systems_path)
     model = kwargs.pop("model_path")
     total = kwargs.pop("total_gpus")
     system = kwargs.pop("system")
@@ -188,35 +228,3 @@ def check_sweep(case: dict, systems_path=None) -> tuple[bool, str]:
             if _row_key({k: v for k, v in r.items() if k != "tokens/s/gpu_cluster"}) not in keys:
                 problems.append(f"{exp} pick {r[gk]} {r['tokens/s/gpu_cluster']} not among ours")
     return not problems, "; ".join(problems)[:600]
-
-
-def needs_context_parallelism(case: dict) -> bool:
-    """True when the recorded sweep explored context parallelism (SGLang, spec 50 §9.2): its
-    tables hold ``cp`` > 1 rows, which aic cannot produce until ``cp_size`` is supported."""
-    for rows in case.get("candidates", {}).values():
-        for r in rows:
-            if (r.get("cp") or 1) > 1 or (r.get("(p)cp") or 1) > 1:
-                return True
-    return False
-
-
-def _check_sweep_without_cp(case: dict, kwargs: dict, systems_path) -> tuple[bool, str]:
-    """The part of a context-parallel sweep aic can check today: the candidate rows of the
-    ``cp = 1`` layouts (layouts are independent, so these rows do not depend on the cp > 1
-    ones). The Pareto fronts and picks mix both and are not checked; the detail says so."""
-    model = kwargs.pop("model_path")
-    total = kwargs.pop("total_gpus")
-    system = kwargs.pop("system")
-    ours = sweep(model, total, system, **kwargs, systems_path=systems_path)
-    problems = []
-    for exp, ref_rows in case["candidates"].items():
-        ref_cp1 = [r for r in ref_rows if (r.get("cp") or 1) == 1 and (r.get("(p)cp") or 1) == 1]
-        if any((r.get("(p)cp") or 1) > 1 for r in ref_rows):
-            continue  # disagg pairs compete across cp inside a decode group
-        a, b = _multiset(ours["candidates"].get(exp, [])), _multiset(ref_cp1)
-        if a != b:
-            problems.append(f"{exp} cp=1 candidates: {sum(a.values())} vs {sum(b.values())} rows")
-    detail = "; ".join(problems) or (
-        "cp=1 candidate rows match; Pareto fronts and picks not checked (cp > 1 layouts need "
-        "context parallelism)")
-    return not problems, detail[:600]

@@ -288,3 +288,16 @@ def test_cp_flag_reaches_compile_and_memory(tmp_path):
     result = _run("memory", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang",
                   "--cp", "2", "--json")
     assert json.loads(result.output)["total_kv_size_tokens"] == 244386
+
+
+def test_version_option_is_looked_up_on_demand():
+    import subprocess
+    import sys
+
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0
+    assert re.fullmatch(r"aic-compile \S+\n", result.output)
+    # importing the CLI does not read the distribution metadata (a large share of start-up)
+    code = "import sys, aic.cli; print('importlib.metadata' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -16,14 +16,10 @@ from conftest import GOLDENS, FixedResolver, GoldenResolver, compile_args, nativ
 from aic.compile import compile_report
 from aic.parity import diff_json
 
-#: cp.json waits in goldens/pending/ until its DeepSeek-V4 case can pass (see the README there).
-with open(GOLDENS / "pending" / "cp.json", encoding="utf-8") as fh:
+with open(GOLDENS / "cp.json", encoding="utf-8") as fh:
     ALL = json.load(fh)["cases"]
 CASES = [c for c in ALL if c["compile_error"] is None]
 ERRORS = [c for c in ALL if c["compile_error"] is not None]
-#: DeepSeek-V4 compiles without cp, but its cp deltas (spec 43 §7) are not built yet: its cp
-#: case is refused with a NotImplementedError naming the families that have cp.
-NOT_BUILT = {"DEEPSEEKV4"}
 
 needs_native = pytest.mark.skipif(not native_available(), reason="needs the native module")
 
@@ -54,11 +50,6 @@ def test_corpus_has_the_expected_cp_cases():
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_cp_spec_matches_golden(case):
     args, kwargs = compile_args(case)
-    if case["resolved"]["model_family"] in NOT_BUILT:
-        with pytest.raises(NotImplementedError, match=r"Context parallelism \(cp_size=\d+\) for "
-                                                      r"model_family='DEEPSEEKV4' is not implemented"):
-            compile_report(*args, resolver=GoldenResolver(case), **kwargs)
-        return
     result = compile_report(*args, resolver=GoldenResolver(case), **kwargs)
     ours = json.loads(result.spec_json)
     assert _strict(ours["context_ops"], case["spec_ops"]["context"]) == []
@@ -137,6 +128,9 @@ GATE = "sglang CP requires tp_size=1 and attention_dp_size=1 when cp_size>1 (CP 
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "sglang", {"cp_size": 2, "moe_ep_size": 2},
      NotImplementedError, "Context parallelism (cp_size=2) for model_family='HYBRIDMOE' is not "
      "implemented by aic yet"),
+    ("deepseek-ai/DeepSeek-V4-Flash", "trtllm", {"cp_size": 2, "moe_ep_size": 2},
+     NotImplementedError, "Context parallelism (cp_size=2) is not supported for "
+     "model_family='DEEPSEEKV4' on backend='trtllm'."),
 ])
 def test_cp_validation(model, backend, kwargs, cls, message):
     with pytest.raises(cls) as info:
@@ -264,6 +258,30 @@ def test_dsa_cp_delta():
         fields = next(iter(op.values()))
         assert fields.get("seq_split", 1) == 1
     assert _ops(ctx, "context_moe_pre_dispatch")[0]["attn_cp_size"] == 4
+
+
+def test_dsv4_cp_delta():
+    spec = _compile("deepseek-ai/DeepSeek-V4-Flash", system="b200_sxm", cp_size=4, moe_ep_size=4)
+    ctx, gen = spec["context_ops"], spec["generation_ops"]
+    assert "context_cp_all_gather" not in _names(ctx)
+    split = {"context_embedding", "context_mhc_pre", "context_attn_norm", "context_mhc_post",
+             "context_ffn_norm", "context_shared_gate_up_gemm", "context_shared_act_gate",
+             "context_shared_ffn2_gemm", "context_router_gemm", "context_logits_gemm"}
+    for op in ctx:
+        fields = next(iter(op.values()))
+        if "seq_split" in fields:
+            assert fields["seq_split"] == (4 if fields["name"] in split else 1), fields["name"]
+    assert [op["Dsv4Context"]["cp_size"] for op in ctx if "Dsv4Context" in op] == [4, 4]
+    for name in ("context_moe_pre_dispatch", "context_moe_post_dispatch"):
+        assert _ops(ctx, name)[0]["attn_cp_size"] == 4
+    assert "seq_split" not in _ops(ctx, "context_moe")[0]
+    overlap = _ops(gen, "generation_moe_overlap")[0]
+    assert [op["MoeDispatch"]["attn_cp_size"] for op in overlap["group_a"] if "MoeDispatch" in op] \
+        == [4, 4]
+    # decode is not context-parallel: no other generation op changes
+    for op in gen:
+        fields = next(iter(op.values()))
+        assert fields.get("seq_split", 1) == 1 and fields.get("cp_size", 1) == 1
 
 
 # -- spec 43 §5-§6: engine numbers and memory (native) ----------------------------------------

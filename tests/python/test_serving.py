@@ -14,7 +14,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from aic.cli import main  # noqa: E402
 from aic.serving import estimate  # noqa: E402
-from aic.serving_sweep import parallel_layouts, sweep  # noqa: E402
+from aic.serving_sweep import cp_sizes, parallel_layouts, sweep  # noqa: E402
 
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 
@@ -59,6 +59,37 @@ def test_moe_layouts_of_eight_gpus():
     assert len(parallel_layouts(True, "trtllm", 8)) == 19
     assert len(parallel_layouts(True, "vllm", 8)) == 19
     assert [l["tp_size"] for l in parallel_layouts(False, "vllm", 4)] == [1, 2, 4]
+
+
+def test_context_parallel_layouts_on_sglang():
+    # spec 43 §8 / 50 §9.2: agg and prefill roles of CP families try cp 1, 2, 4, 8 on sglang
+    # (tp outermost, cp innermost, tp·cp a GPU count within the budget); decode and other
+    # backends keep cp 1. Tuples with tp > 1 and cp > 1 are listed: their compile refuses them.
+    assert cp_sizes("LLAMA", "sglang", True) == (1, 2, 4, 8)
+    assert cp_sizes("LLAMA", "sglang", False) == (1,)
+    assert cp_sizes("LLAMA", "vllm", True) == (1,)
+    assert cp_sizes("QWEN35", "sglang", True) == (1,)
+    dense = parallel_layouts(False, "sglang", 4, cp_sizes("LLAMA", "sglang", True))
+    assert [(l["tp_size"], l.get("cp_size", 1)) for l in dense] == \
+        [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)]
+    moe = parallel_layouts(True, "sglang", 4, (1, 2, 4, 8))
+    for l in moe:
+        cp = l.get("cp_size", 1)
+        assert l["attention_dp_size"] * l["tp_size"] * cp == l["moe_tp_size"] * l["moe_ep_size"]
+    assert {"tp_size": 1, "pp_size": 1, "attention_dp_size": 1, "moe_tp_size": 1,
+            "moe_ep_size": 4, "cp_size": 4} in moe
+    assert parallel_layouts(True, "sglang", 4) == [l for l in moe if "cp_size" not in l]
+
+
+def test_sglang_sweep_rows_of_cp_layouts():
+    out = sweep("Qwen/Qwen3-8B", 4, "h100_sxm", "sglang", isl=2000, osl=500, ttft=1000.0,
+                tpot=20.0, request_latency=12000.0)
+    cp_rows = [r for r in out["candidates"]["agg"] if r["cp"] > 1]
+    assert cp_rows
+    for r in cp_rows:
+        assert r["parallel"].endswith(f"cp{r['cp']}") and r["tp"] == 1
+        assert r["num_total_gpus"] == r["cp"]
+        assert r["tokens/s/gpu"] == pytest.approx(r["tokens/s"] / r["cp"], abs=1e-3)
 
 
 def test_cli_estimate_mode_json():

@@ -249,9 +249,8 @@ fn dsv4_goldens_match_reference() {
 }
 
 /// Context parallelism (spec 43): seq-split token-major ops, zig-zag attention and MLA, the KV
-/// all-gather, CP dispatches, DSA CP. The file waits in `goldens/pending/` because its
-/// DeepSeek-V4 case needs that family's ops (`Dsv4Context`, `Mhc`); every other case replays.
+/// all-gather, CP dispatches, DSA CP and DeepSeek-V4 CP (§7); every case replays.
 #[test]
 fn cp_goldens_match_reference() {
-    assert_family("pending/cp.json", |c| c["resolved"]["model_family"] != "DEEPSEEKV4", 1100);
+    assert_family("cp.json", |_| true, 1100);
 }

@@ -233,20 +233,18 @@ fn memory_records_match_reference() {
     }
 }
 
-/// Context parallelism (spec 43 §6): the memory records of cp.json (in `goldens/pending/`) but
-/// its DeepSeek-V4 case, compile refusals included. No formula changes: the CP spec
-/// has tp 1, the all-gather weighs nothing and the KV per token is not divided by cp.
+/// Context parallelism (spec 43 §6): every memory record of cp.json, compile refusals and the
+/// DeepSeek-V4 case included. No formula changes: the CP spec has tp 1, the all-gather weighs
+/// nothing and the KV per token is not divided by cp.
 #[test]
 fn cp_memory_records_match_reference() {
     let mut tally = Tally::default();
-    // DeepSeek-V4's ops (`Mhc`, `Dsv4Context`) are not in this branch's engine yet.
-    let ready = |case: &Value| case["resolved"]["model_family"] != "DEEPSEEKV4";
-    replay_where("pending/cp.json", &mut tally, ready);
+    replay_where("cp.json", &mut tally, |_| true);
     for f in &tally.failures {
         eprintln!("FAIL {f}");
     }
     assert!(tally.failures.is_empty(), "{} memory records differ", tally.failures.len());
     if std::env::var("AIC_GOLDEN_CASE").is_err() {
-        assert_eq!(tally.records, 43);
+        assert_eq!(tally.records, 44);
     }
 }

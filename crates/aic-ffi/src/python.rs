@@ -748,6 +748,16 @@ fn serving_sweep(py: Python<'_>, request_json: &str, systems_path: Option<PathBu
         .map_err(serving_error)
 }
 
+/// The GPU's `sm_version` from a system's YAML (`None` when the file does not give one), read
+/// by the engine's own system loader so the front end needs no YAML parser for it.
+#[pyfunction]
+#[pyo3(signature = (systems_path, system))]
+fn system_sm_version(py: Python<'_>, systems_path: Option<PathBuf>, system: &str) -> PyResult<Option<u32>> {
+    let root = systems_root(py, systems_path)?;
+    py.detach(|| guarded(|| SystemSpec::load(&root, system).map(|s| s.gpu.sm_version)))
+        .map_err(PyErr::from)
+}
+
 /// Maps serving errors onto the reference's exception classes; other errors as usual.
 fn serving_error(f: crate::errors::Failure) -> PyErr {
     use pyo3::exceptions::{PyRuntimeError, PyZeroDivisionError};
@@ -777,6 +787,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
     m.add_function(wrap_pyfunction!(serving_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(system_sm_version, m)?)?;
     let view_functions = views::register(m)?;
     m.add(
         "PerfDataNotAvailableError",

@@ -174,10 +174,10 @@ def check_config(model) -> None:
 
 
 #: Families whose builders emit context-parallel op lists (spec 43 §3; DSA: §7). The reference
-#: also builds CP specs for HYBRIDMOE, STEP3P7, GEMMA4MIX (and DEEPSEEKV4), whose CP op lists no
-#: document or golden describes yet.
+#: also builds CP specs for HYBRIDMOE, STEP3P7 and GEMMA4MIX, whose CP op lists no document or
+#: golden describes yet. DEEPSEEKV4: §7 and 34 §5.6.
 CP_BUILDERS = frozenset({"LLAMA", "MOE", "DEEPSEEK", "KIMIK25", "QWEN3VL", "QWEN3VL_MOE",
-                         "DEEPSEEKV32"})
+                         "DEEPSEEKV32", "DEEPSEEKV4"})
 
 
 def check_cp_support(family: str, cp_size: int) -> None:

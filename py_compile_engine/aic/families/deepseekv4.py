@@ -159,4 +159,32 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
             ops.p2p(p + "p2p", float(pp - 1) if is_ctx else (pp - 1) * m, pp, h),
         ]
         lists[phase] = out
+    if ctx.cp_size != 1:
+        apply_cp(lists["context"], lists["generation"], ctx.cp_size)
     return lists["context"], lists["generation"]
+
+
+#: Context ops of a DeepSeek-V4 model that are priced at ``ceil(x / cp)`` tokens under CP.
+CP_SPLIT_VARIANTS = ("Embedding", "Mhc", "Elementwise", "Gemm")
+
+
+def apply_cp(context: list[dict], generation: list[dict], cp: int) -> None:
+    """The DeepSeek-V4 CP delta (spec 43 §7, 34 §5.6): ``seq_split = cp`` on the context
+    embedding, ``Mhc`` ops, norms, shared-expert GEMMs / activation, router and logits GEMM; both
+    ``Dsv4Context`` ops carry ``cp_size = cp``; the dispatches of both phases carry
+    ``attn_cp_size = cp``. The P2P op keeps ``seq_split 1``, the ``Moe`` op has no CP field and
+    there is no separate KV all-gather (the compressed-attention op prices its own CP traffic)."""
+    for op in context:
+        f = ops.fields(op)
+        variant = ops.variant(op)
+        if variant in CP_SPLIT_VARIANTS:
+            f["seq_split"] = cp
+        elif variant == "Dsv4Context":
+            f["cp_size"] = cp
+        elif variant == "MoeDispatch":
+            f["attn_cp_size"] = cp
+    for op in generation:
+        if ops.variant(op) == "Overlap":
+            for member in ops.fields(op)["group_a"]:
+                if ops.variant(member) == "MoeDispatch":
+                    ops.fields(member)["attn_cp_size"] = cp

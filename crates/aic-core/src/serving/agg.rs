@@ -204,8 +204,9 @@ pub fn agg_eval(w: &Worker, p: &AggParams) -> Result<AggEval> {
     let scale = i64::from(pp * dp);
     let tokens_s = x * scale as f64;
     let seq_s = if osl > 1 { tokens_s / (osl - 1) as f64 } else { 0.0 };
-    let tokens_s_gpu = tokens_s / f64::from(pp) / f64::from(tp) / f64::from(dp) / 1.0;
-    let seq_s_gpu = seq_s / f64::from(pp) / f64::from(tp) / f64::from(dp) / 1.0;
+    let cp = w.cp();
+    let tokens_s_gpu = tokens_s / f64::from(pp) / f64::from(tp) / f64::from(dp) / f64::from(cp);
+    let seq_s_gpu = seq_s / f64::from(pp) / f64::from(tp) / f64::from(dp) / f64::from(cp);
     let tokens_s_user = if osl > 1 && tpot > 0.0 { 1000.0 / tpot } else { 0.0 };
     let (num_ctx, num_gen, num_tokens) = if b > 1 {
         let ctx = (c / isl).ceil();
@@ -238,13 +239,13 @@ pub fn agg_eval(w: &Worker, p: &AggParams) -> Result<AggEval> {
     row.set("tokens/s", tokens_s);
     row.set("tokens/s/gpu", tokens_s_gpu);
     row.set("tokens/s/user", tokens_s_user);
-    row.set("num_total_gpus", i64::from(tp * pp * dp));
+    row.set("num_total_gpus", i64::from(tp * pp * dp * cp));
     row.set("tp", tp);
     row.set("pp", pp);
     row.set("dp", dp);
     row.set("moe_tp", w.labels.moe_tp);
     row.set("moe_ep", w.labels.moe_ep);
-    row.set("cp", 1_i64);
+    row.set("cp", cp);
     row.set("parallel", w.parallel());
     row.set("gemm", w.labels.gemm.as_str());
     row.set("kvcache", w.labels.kvcache.as_str());

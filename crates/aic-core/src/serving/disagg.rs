@@ -149,7 +149,7 @@ pub fn compose(
             row.set(&format!("{tag}{key}"), v.row.get(key).cloned().unwrap_or(Val::Null));
         }
         if tag == "(p)" {
-            row.set("(p)cp", 1_i64);
+            row.set("(p)cp", v.row.get("cp").cloned().unwrap_or(Val::Int(1)));
         }
         for key in ["parallel", "gemm", "kvcache", "fmha", "moe", "comm", "memory", "backend", "version", "system"] {
             row.set(&format!("{tag}{key}"), v.row.get(key).cloned().unwrap_or(Val::Null));

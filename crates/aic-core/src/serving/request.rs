@@ -8,7 +8,6 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::data::system::SystemSpec;
 use crate::engine::{Engine, RunMode};
 use crate::error::{AicError, Result};
 use crate::memory::ModelFacts;
@@ -21,7 +20,7 @@ use super::static_mode::{static_estimate, StaticParams};
 use super::worker::{MemoryGib, Worker, WorkerLabels};
 
 /// A worker as the front end sends it: compiled spec (JSON text), model facts, labels.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct WorkerInput {
     /// The compiled EngineSpec, JSON text.
     pub spec: String,
@@ -43,12 +42,14 @@ impl WorkerInput {
             .or_else(|| systems_path.map(Path::to_path_buf))
             .or_else(crate::data::default_systems_path)
             .ok_or_else(|| AicError::value("no systems folder: pass systems_path or set AIC_SYSTEMS_PATH"))?;
-        let system = SystemSpec::load(&root, &spec.engine.system_name)?;
         let engine = Engine::from_spec(spec, Some(&root))?;
+        // The engine's database loaded this system from the same root: share it rather than
+        // parse the YAML again (a sweep loads one worker per layout and role).
+        let system = Arc::clone(&engine.database().system);
         Ok(Worker {
             engine: Arc::new(engine),
             facts: Arc::new(self.facts.clone()),
-            system: Arc::new(system),
+            system,
             labels: self.labels.clone(),
         })
     }

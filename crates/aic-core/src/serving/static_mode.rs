@@ -149,13 +149,14 @@ pub fn static_eval(w: &Worker, p: &StaticParams) -> Result<StaticEval> {
     } else {
         global_bs as f64 / request_latency * 1000.0 * f64::from(pp)
     };
-    let seq_s_gpu = seq_s / f64::from(tp) / f64::from(pp) / f64::from(dp);
+    let cp = w.cp();
+    let seq_s_gpu = seq_s / f64::from(tp) / f64::from(pp) / f64::from(dp) / f64::from(cp);
     let tokens_s = match p.mode {
         RunMode::Static => seq_s * osl as f64,
         RunMode::StaticGen => seq_s * (osl - 1) as f64,
         RunMode::StaticCtx => seq_s * 1.0,
     };
-    let tokens_s_gpu = tokens_s / f64::from(tp) / f64::from(pp) / f64::from(dp);
+    let tokens_s_gpu = tokens_s / f64::from(tp) / f64::from(pp) / f64::from(dp) / f64::from(cp);
     let tokens_s_user = if tpot == 0.0 { 0.0 } else { 1000.0 / tpot };
 
     // Power (§7): coverage of ops with energy, and the energy-weighted average.
@@ -201,13 +202,13 @@ pub fn static_eval(w: &Worker, p: &StaticParams) -> Result<StaticEval> {
     row.set("encoder_memory", 0.0);
     row.set("context_latency", cl);
     row.set("generation_latency", gl);
-    row.set("num_total_gpus", i64::from(tp * pp * dp));
+    row.set("num_total_gpus", i64::from(tp * pp * dp * cp));
     row.set("tp", tp);
     row.set("pp", pp);
     row.set("dp", dp);
     row.set("moe_tp", w.labels.moe_tp);
     row.set("moe_ep", w.labels.moe_ep);
-    row.set("cp", 1_i64);
+    row.set("cp", cp);
     row.set("parallel", w.parallel());
     row.set("gemm", w.labels.gemm.as_str());
     row.set("kvcache", w.labels.kvcache.as_str());

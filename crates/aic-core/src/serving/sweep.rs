@@ -27,7 +27,7 @@ use super::row::{Row, Val};
 use super::worker::Worker;
 
 /// One parallel layout of an experiment role: its compiled worker, or why it failed to build.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LayoutInput {
     /// The compiled worker.
     #[serde(default)]
@@ -479,24 +479,46 @@ struct Experiment {
     error: Option<String>,
 }
 
-fn load_layouts(layouts: &[LayoutInput], root: Option<&Path>) -> (Vec<Worker>, Vec<String>) {
-    let loaded: Vec<std::result::Result<Worker, String>> = layouts
-        .par_iter()
-        .map(|l| match (&l.worker, &l.error) {
-            (Some(w), _) => w.load(root).map_err(|e| e.to_string()),
-            (None, Some(e)) => Err(e.clone()),
-            (None, None) => Err("layout has neither a worker nor an error".to_string()),
-        })
-        .collect();
-    let mut workers = Vec::new();
-    let mut errors = Vec::new();
-    for l in loaded {
-        match l {
-            Ok(w) => workers.push(w),
-            Err(e) => errors.push(e),
+/// The loaded workers (or load errors) of every distinct layout of a request's roles. The
+/// agg and prefill roles usually list the same layouts, and a decode layout often compiles to
+/// the same spec as an agg one: each distinct layout builds its engine once.
+struct LoadedLayouts<'a> {
+    layouts: Vec<&'a LayoutInput>,
+    loaded: Vec<std::result::Result<Worker, String>>,
+}
+
+impl<'a> LoadedLayouts<'a> {
+    fn load(roles: &[&'a [LayoutInput]], root: Option<&Path>) -> LoadedLayouts<'a> {
+        let mut layouts: Vec<&LayoutInput> = Vec::new();
+        for l in roles.iter().flat_map(|r| r.iter()) {
+            if !layouts.iter().any(|seen| *seen == l) {
+                layouts.push(l);
+            }
         }
+        let loaded = layouts
+            .par_iter()
+            .map(|l| match (&l.worker, &l.error) {
+                (Some(w), _) => w.load(root).map_err(|e| e.to_string()),
+                (None, Some(e)) => Err(e.clone()),
+                (None, None) => Err("layout has neither a worker nor an error".to_string()),
+            })
+            .collect();
+        LoadedLayouts { layouts, loaded }
     }
-    (workers, errors)
+
+    /// The workers of one role in its order, and the errors of its failed layouts.
+    fn role(&self, layouts: &[LayoutInput]) -> (Vec<Worker>, Vec<String>) {
+        let mut workers = Vec::new();
+        let mut errors = Vec::new();
+        for l in layouts {
+            let i = self.layouts.iter().position(|seen| *seen == l).expect("every role layout was loaded");
+            match &self.loaded[i] {
+                Ok(w) => workers.push(w.clone()),
+                Err(e) => errors.push(e.clone()),
+            }
+        }
+        (workers, errors)
+    }
 }
 
 fn rows_json(rows: &[Row]) -> String {
@@ -519,7 +541,8 @@ pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> 
     let mut experiments = Vec::new();
 
     // Agg.
-    let (agg_workers, mut agg_errors) = load_layouts(&req.agg, systems_path);
+    let all = LoadedLayouts::load(&[&req.agg, &req.prefill, &req.decode], systems_path);
+    let (agg_workers, mut agg_errors) = all.role(&req.agg);
     let per_layout: Vec<Result<Vec<((u32, u32), Row)>>> =
         agg_workers.par_iter().map(|w| agg_layout(w, req, &cons)).collect();
     let mut agg_rows = Vec::new();
@@ -540,8 +563,8 @@ pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> 
 
     // Disagg.
     if req.total_gpus >= 2 && !req.prefill.is_empty() && !req.decode.is_empty() {
-        let (pw, mut errors) = load_layouts(&req.prefill, systems_path);
-        let (dw, derr) = load_layouts(&req.decode, systems_path);
+        let (pw, mut errors) = all.role(&req.prefill);
+        let (dw, derr) = all.role(&req.decode);
         errors.extend(derr);
         let cands = |ws: &[Worker], prefill: bool| -> Vec<(Row, usize)> {
             let per: Vec<Result<Vec<Row>>> = ws.par_iter().map(|w| worker_candidates(w, req, prefill)).collect();
@@ -660,5 +683,17 @@ mod tests {
         assert!(a.contains(&240) && a.contains(&288) && !a.contains(&272));
         let d = decode_batches();
         assert!(d.contains(&18) && d.contains(&124) && d.contains(&136) && !d.contains(&132));
+    }
+
+    #[test]
+    fn shared_layouts_keep_each_roles_order() {
+        let failed = |e: &str| LayoutInput { worker: None, error: Some(e.to_string()) };
+        let agg = vec![failed("a"), failed("b")];
+        let decode = vec![failed("c"), failed("a")];
+        let all = LoadedLayouts::load(&[&agg, &agg, &decode], None);
+        assert_eq!(all.layouts.len(), 3, "identical layouts load once");
+        assert_eq!(all.role(&agg).1, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(all.role(&decode).1, vec!["c".to_string(), "a".to_string()]);
+        assert!(all.role(&decode).0.is_empty());
     }
 }

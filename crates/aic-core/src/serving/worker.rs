@@ -118,6 +118,12 @@ impl Worker {
         (e.tp_size.max(1), e.pp_size.max(1), e.attention_dp_size.max(1))
     }
 
+    /// Context-parallel width of the worker (`engine.cp_size`, at least 1; spec 43 §8): it
+    /// multiplies the worker's GPU count and divides its per-GPU throughputs.
+    pub fn cp(&self) -> u32 {
+        self.engine.spec().engine.cp_size.max(1)
+    }
+
     /// The backend.
     pub fn backend(&self) -> Backend {
         self.engine.spec().engine.backend
@@ -143,11 +149,17 @@ impl Worker {
         self.engine.spec().engine.nextn()
     }
 
-    /// `tp{tp}pp{pp}dp{dp}etp{moe_tp}ep{moe_ep}` (spec 50 §8).
+    /// `tp{tp}pp{pp}dp{dp}etp{moe_tp}ep{moe_ep}` (spec 50 §8), followed by `cp{cp}` when the
+    /// worker is context-parallel (spec 43 §8).
     pub fn parallel(&self) -> String {
         let (tp, pp, dp) = self.tp_pp_dp();
         let opt = |v: Option<u32>| v.map_or("None".to_string(), |v| v.to_string());
-        format!("tp{tp}pp{pp}dp{dp}etp{}ep{}", opt(self.labels.moe_tp), opt(self.labels.moe_ep))
+        let mut label = format!("tp{tp}pp{pp}dp{dp}etp{}ep{}", opt(self.labels.moe_tp), opt(self.labels.moe_ep));
+        let cp = self.cp();
+        if cp > 1 {
+            label.push_str(&format!("cp{cp}"));
+        }
+        label
     }
 
     /// GPU memory capacity in GiB.
