@@ -30,6 +30,7 @@ _NATIVE_NAMES = (
     "EmpiricalNotImplementedError",
     "MissingSystemFlopsError",
     "ForwardPassPerfModel",
+    "RustForwardPassPerfModel",
 )
 
 __all__ = [*_FRONT_END, *_NATIVE_NAMES]

@@ -9,7 +9,40 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
+
+__all__ = [
+    "AicEngine",
+    "PerfDataNotAvailableError",
+    "EmpiricalNotImplementedError",
+    "MissingSystemFlopsError",
+    "resolve_backend_version",
+    "attention_lane_order",
+    "encode_spec",
+    "decode_spec",
+    "default_systems_path",
+    "estimate_kv_cache",
+    "estimate_kv_cache_unbuilt",
+    "serving_estimate",
+    "serving_sweep",
+    "__version__",
+    "table_names",
+    "table_coverage_json",
+    "table_view",
+    "systems_catalogue_json",
+    "EngineOp",
+    "engine_spec_schema_version",
+    "engine_spec_bincode_from_json",
+    "weights_ops_json",
+    "ops_json_from_ops",
+    "op_from_spec_json",
+    "resolve_op_sources_report_json",
+    "gemm_quant_util_levels",
+    "moe_quant_util_levels",
+    "table_view_attributes",
+    "ForwardPassPerfModel",
+    "RustForwardPassPerfModel",
+]
 
 __version__: str
 
@@ -41,6 +74,7 @@ class MissingSystemFlopsError(ValueError):
     """A quant mode needs a tensor-core FLOPS entry that the system description does not
     define."""
 
+@final
 class AicEngine:
     """A compiled engine: one spec bound to its perf tables. Immutable and thread-safe."""
 
@@ -164,6 +198,59 @@ class AicEngine:
         (unparseable version names, legacy markers, malformed sidecars, version fallbacks,
         low-fidelity cross-backend rows, ...), in first-seen order. Provenance is checked when
         the data opens; the other warnings come with each table's first load."""
+    def decode_step_per_op(
+        self, gen_tokens: int, isl: int, osl: int, gen_seq_imbalance_correction_scale: float = 1.0
+    ) -> List[OpRow]:
+        """Per-op list of :meth:`decode_step_latency` (same arguments), folded by op name."""
+    def mixed_step_breakdown_per_op(
+        self,
+        ctx_tokens: int,
+        gen_tokens: int,
+        isl: int,
+        osl: int,
+        prefix: int = 0,
+        seq_imbalance_correction_scale: float = 1.0,
+        gen_seq_imbalance_correction_scale: float = 1.0,
+    ) -> Tuple[List[OpRow], List[OpRow], List[OpRow]]:
+        """Per-op lists of :meth:`mixed_step_breakdown` (same arguments):
+        ``(shared_non_attention, context_attention, decode_attention)``, each folded by op name.
+        The context-attention list holds only top-level ``context_attention`` ops (empty for
+        MLA models, whose attention sits inside ``*_mla_block``)."""
+    def evaluate_context_ops(
+        self,
+        indices: List[int],
+        batch_size: int,
+        s: int,
+        prefix: int = 0,
+        seq_imbalance_correction_scale: float = 1.0,
+        x: Optional[int] = None,
+    ) -> List[OpRow]:
+        """Evaluates the compiled context ops at ``indices`` (positions in ``context_ops``, in
+        the given order, repeats allowed) at one context shape, folded by op name (a repeated
+        op's values add into its first entry). ``s`` is used as given. An index out of range
+        raises ``ValueError``."""
+    def evaluate_generation_ops(
+        self,
+        indices: List[int],
+        batch_size: int,
+        s: int,
+        gen_seq_imbalance_correction_scale: float = 1.0,
+        prefix: int = 0,
+        x: Optional[int] = None,
+    ) -> List[OpRow]:
+        """As :meth:`evaluate_context_ops`, over the generation ops at the decode shape (beam 1,
+        KV position ``s``)."""
+    def table_view_json(self, attribute: str) -> Optional[str]:
+        """One perf table as nested JSON text under the reference's attribute name (see
+        :func:`table_view_attributes`): one object level per key component and grid axis,
+        leaves ``{"latency", "power", "energy"}``. ``None`` when no source file of it exists.
+        An unknown attribute raises ``PerfDataNotAvailableError``; attributes whose nested
+        layout aic does not write (all but ``_gemm_data``, ``_custom_allreduce_data``,
+        ``_nccl_data``) raise ``ValueError``."""
+    def attention_lane_density(self, attribute: str) -> List[Tuple[str, int, int]]:
+        """``(lane, slice_count, row_count)`` per kernel lane of one attention table
+        (``"_context_attention_data"`` or ``"_generation_attention_data"``; anything else raises
+        ``ValueError``), over every resolved source, lanes sorted by name."""
     def __repr__(self) -> str: ...
 
 #: One FPM v1 record (one attention-DP rank of one iteration); see spec 42 §2.
@@ -178,6 +265,7 @@ _JsonMapping = Union[Mapping[str, Any], str, bytes]
 #: Compiles a request (keyword arguments of ``aic.compile_engine``) into spec bytes.
 Compiler = Callable[[Dict[str, Any]], Union[bytes, str]]
 
+@final
 class ForwardPassPerfModel:
     """Forward-pass time of one serving-engine iteration from its scheduler telemetry (FPM v1),
     with online correction from measured wall times, or a regression fallback (spec 42).
@@ -354,3 +442,87 @@ def table_view(
     ``axes`` (outer first), ``coords`` (axis -> ``array('Q')``) and ``latency_ms``,
     ``power_w``, ``energy_wms`` (``array('d')``), one entry per collected point. An unknown
     table name raises ``ValueError`` listing :func:`table_names`."""
+
+# ---------------------------------------------------------------------------------------------
+# The rest of aiconfigurator-core's module surface (same names and signatures)
+
+class EngineOp:
+    """One op of an engine spec. Each variant is a subclass named after it (``Gemm``,
+    ``Embedding``, ``Fallback``, ...), built on first use by :func:`op_from_spec_json`."""
+
+    def __new__(cls, spec_json: str) -> EngineOp: ...
+    @property
+    def variant(self) -> str:
+        """The op variant (its tag in the spec encoding)."""
+    def to_json(self) -> str:
+        """The op as JSON in the spec encoding, ``{"<Variant>": {...}}``."""
+    def __repr__(self) -> str: ...
+
+def engine_spec_schema_version() -> int:
+    """The op-list wire schema version the engine reads (15)."""
+
+def engine_spec_bincode_from_json(spec_json: str) -> bytes:
+    """Encodes spec JSON into the binary wire form :meth:`AicEngine.from_spec` reads (the
+    reference's stub says ``list[int]``; the call returns ``bytes`` in both)."""
+
+def weights_ops_json(ops_json: str) -> List[float]:
+    """Weight bytes per GPU of each op of a JSON op list (times its ``scale_factor``), in op
+    order. An invalid list raises ``ValueError``."""
+
+def ops_json_from_ops(ops: List[EngineOp]) -> str:
+    """JSON array text (externally tagged ops) of a list of op objects."""
+
+def op_from_spec_json(spec_json: str) -> EngineOp:
+    """One op object from its JSON, of the class named after its variant. An invalid op raises
+    ``ValueError``."""
+
+def resolve_op_sources_report_json(
+    systems_root: _PathLike,
+    system_data_root: _PathLike,
+    backend: str,
+    version: str,
+    op_file_basename: str,
+    primary_path: Optional[_PathLike] = None,
+    enable_shared_layer: bool = True,
+    strict: bool = False,
+) -> str:
+    """The files that would feed one perf table (e.g. ``"gemm_perf.parquet"``) of the system
+    whose data folder is ``system_data_root``, as JSON text ``{"records": [{"path", "exists",
+    "channel", "kernel_sources"}], "warnings": [{"kind", "path", "table", "message"}]}``.
+    ``primary_path`` replaces the requested version's own file; with ``strict`` provenance
+    violations raise ``ValueError``."""
+
+def gemm_quant_util_levels() -> List[Tuple[float, float, float]]:
+    """GEMM utilisation levels ``(bytes_per_elem, compute_multiplier, level)`` of the quant
+    profiles, used by cross-quant empirical transfers."""
+
+def moe_quant_util_levels() -> List[Tuple[float, float, float]]:
+    """MoE utilisation levels ``(bytes_per_elem, compute_multiplier, level)``."""
+
+def table_view_attributes() -> List[Tuple[str, List[str]]]:
+    """Every :meth:`AicEngine.table_view_json` attribute with the parquet basenames feeding
+    it."""
+
+@final
+class RustForwardPassPerfModel:
+    """:class:`ForwardPassPerfModel` under the reference's low-level JSON-text API: every
+    argument, and the diagnostics, are JSON text."""
+
+    @staticmethod
+    def from_native(config_json: str, options_json: Optional[str] = None) -> RustForwardPassPerfModel:
+        """A native model compiled from EngineConfig JSON; ``ValueError`` if it cannot be."""
+    @staticmethod
+    def best_available(config_json: str, options_json: Optional[str] = None) -> RustForwardPassPerfModel:
+        """``from_native``, or a regression model when the native one cannot be built."""
+    @staticmethod
+    def from_regression(options_json: Optional[str] = None) -> RustForwardPassPerfModel:
+        """A regression-only model."""
+    def estimate_forward_pass_time_ms(self, fpm_json: str) -> Optional[float]:
+        """Predicted forward-pass time (ms) of one iteration (FPM JSON object or list)."""
+    def tune_with_fpms(self, iterations_json: str) -> None:
+        """Learns from measured iterations (JSON array of arrays of FPM objects)."""
+    def diagnostics(self) -> str:
+        """The diagnostics as compact JSON text."""
+    def min_correction_factor(self) -> Optional[float]: ...
+    def max_correction_factor(self) -> Optional[float]: ...
+    def avg_correction_factor(self) -> Optional[float]: ...

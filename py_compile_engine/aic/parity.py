@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 from .errors import UnsupportedArchitectureError
 from .parity_serving import FAMILY as SERVING_FAMILY
 from .parity_serving import SERVING_FORMAT
+from .parity_surface import SURFACE_FORMAT, surface_cases
 
 GOLDEN_FORMAT = "aic-goldens/1"
 DEFAULT_RTOL = 1e-9
@@ -84,6 +85,10 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
                 cases.append({**case, "_file": path.stem, "family": SERVING_FAMILY,
                               "_serving": doc.get("kind", "estimate")})
             continue
+        if isinstance(doc, dict) and doc.get("format") == SURFACE_FORMAT:
+            # The reference's less-used methods and module functions (family ``surface``).
+            cases.extend(surface_cases(doc, path.stem))
+            continue
         if not isinstance(doc, dict) or doc.get("format") != GOLDEN_FORMAT:
             raise ValueError(f"{path.name}: not a golden file of format {GOLDEN_FORMAT!r}")
         for case in doc["cases"]:
@@ -94,7 +99,7 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
 def case_model_family(case: dict) -> str | None:
     """The reference's family label of a case (``resolved.model_family``), or — for compile
     errors — the label of the model's architecture as our parser sees it."""
-    if case.get("_serving"):
+    if case.get("_serving") or case.get("_surface"):
         return None
     resolved = case.get("resolved")
     if resolved:
@@ -493,6 +498,11 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
         from .parity_serving import run_serving_case
 
         run_serving_case(case, report, systems_path=systems_path)
+        return
+    if case.get("_surface"):
+        from .parity_surface import run_surface_case
+
+        run_surface_case(case, report, systems_path=systems_path)
         return
     _run_compile_and_queries(case, report, systems_path=systems_path, compile_fn=compile_fn,
                              engine_loader=engine_loader)

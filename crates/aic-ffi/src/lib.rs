@@ -2,6 +2,8 @@
 //!
 //! * [`python`]: the PyO3 extension module `aic._aic` (`AicEngine`, data helpers, exceptions).
 //! * [`python_fpm`]: the forward-pass perf model class `aic._aic.ForwardPassPerfModel`.
+//! * [`python_fpm_json`]: the same model under the reference's JSON-text API,
+//!   `aic._aic.RustForwardPassPerfModel`.
 //! * [`errors`]: core errors and caught panics mapped onto Python exceptions.
 //! * [`capi`]: the C ABI (`aic_*` functions, header `include/aic.h`).
 //!
@@ -16,6 +18,8 @@ pub mod errors;
 pub mod python;
 #[cfg(feature = "python")]
 pub mod python_fpm;
+#[cfg(feature = "python")]
+pub mod python_fpm_json;
 
 #[cfg(feature = "python")]
 use pyo3::prelude::*;
@@ -25,5 +29,6 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _aic(m: &Bound<'_, PyModule>) -> PyResult<()> {
     python::init(m)?;
-    python_fpm::init(m)
+    python_fpm::init(m)?;
+    python_fpm_json::init(m)
 }

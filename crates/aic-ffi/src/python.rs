@@ -30,6 +30,7 @@ use crate::errors::{
     guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
 };
 
+mod surface;
 mod views;
 
 /// One per-op row as Python sees it: `(name, latency_ms, energy_wms, source)`.
@@ -477,6 +478,118 @@ impl AicEngine {
             .collect()
     }
 
+    /// Per-op list of `decode_step_latency` (same arguments): rows
+    /// `(name, latency_ms, energy_wms, source)`, folded by op name.
+    #[pyo3(signature = (gen_tokens, isl, osl, gen_seq_imbalance_correction_scale=1.0))]
+    fn decode_step_per_op(
+        &self,
+        py: Python<'_>,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        gen_seq_imbalance_correction_scale: f64,
+    ) -> PyResult<Vec<OpRow>> {
+        let rows = self.run(py, |e| {
+            e.decode_step_per_op(gen_tokens, isl, osl, gen_seq_imbalance_correction_scale)
+        })?;
+        Ok(op_rows(rows))
+    }
+
+    /// Per-op lists of `mixed_step_breakdown` (same arguments):
+    /// `(shared_non_attention, context_attention, decode_attention)`, each a list of rows
+    /// `(name, latency_ms, energy_wms, source)` folded by op name.
+    #[pyo3(signature = (
+        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
+    ))]
+    fn mixed_step_breakdown_per_op(
+        &self,
+        py: Python<'_>,
+        ctx_tokens: u32,
+        gen_tokens: u32,
+        isl: u32,
+        osl: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        gen_seq_imbalance_correction_scale: f64,
+    ) -> PyResult<(Vec<OpRow>, Vec<OpRow>, Vec<OpRow>)> {
+        let [shared, context, decode] = self.run(py, |e| {
+            e.mixed_step_breakdown_per_op(
+                ctx_tokens,
+                gen_tokens,
+                isl,
+                osl,
+                prefix,
+                seq_imbalance_correction_scale,
+                gen_seq_imbalance_correction_scale,
+            )
+        })?;
+        Ok((op_rows(shared), op_rows(context), op_rows(decode)))
+    }
+
+    /// Evaluates the compiled context ops at `indices` (positions in `context_ops`, repeats
+    /// allowed) at one context shape: rows `(name, latency_ms, energy_wms, source)`, folded by
+    /// op name. An index out of range raises `ValueError`.
+    #[pyo3(signature = (indices, batch_size, s, prefix=0, seq_imbalance_correction_scale=1.0, x=None))]
+    fn evaluate_context_ops(
+        &self,
+        py: Python<'_>,
+        indices: Vec<usize>,
+        batch_size: u32,
+        s: u32,
+        prefix: u32,
+        seq_imbalance_correction_scale: f64,
+        x: Option<u64>,
+    ) -> PyResult<Vec<OpRow>> {
+        let rows = self.run(py, |e| {
+            e.evaluate_context_ops(&indices, batch_size, s, prefix, seq_imbalance_correction_scale, x)
+        })?;
+        Ok(op_rows(rows))
+    }
+
+    /// Evaluates the compiled generation ops at `indices` at one decode shape (beam 1, KV
+    /// position `s`): rows as `evaluate_context_ops`.
+    #[pyo3(signature = (indices, batch_size, s, gen_seq_imbalance_correction_scale=1.0, prefix=0, x=None))]
+    fn evaluate_generation_ops(
+        &self,
+        py: Python<'_>,
+        indices: Vec<usize>,
+        batch_size: u32,
+        s: u32,
+        gen_seq_imbalance_correction_scale: f64,
+        prefix: u32,
+        x: Option<u64>,
+    ) -> PyResult<Vec<OpRow>> {
+        let rows = self.run(py, |e| {
+            e.evaluate_generation_ops(&indices, batch_size, s, gen_seq_imbalance_correction_scale, prefix, x)
+        })?;
+        Ok(op_rows(rows))
+    }
+
+    /// One perf table of this engine as nested JSON text, addressed by the reference's
+    /// attribute name (`table_view_attributes()`); `None` when no source file of it exists.
+    /// An unknown attribute raises `PerfDataNotAvailableError`.
+    fn table_view_json(&self, py: Python<'_>, attribute: &str) -> PyResult<Option<String>> {
+        let engine = &self.inner;
+        py.detach(|| guarded(|| engine.table_view_json(attribute)))
+            .map_err(PyErr::from)
+    }
+
+    /// Per-lane densities `(lane, slice_count, row_count)` of one attention table
+    /// (`"_context_attention_data"` or `"_generation_attention_data"`) over every resolved
+    /// source, lanes in first-seen order.
+    fn attention_lane_density(
+        &self,
+        py: Python<'_>,
+        attribute: &str,
+    ) -> PyResult<Vec<(String, usize, usize)>> {
+        let engine = &self.inner;
+        let lanes = py
+            .detach(|| guarded(|| engine.attention_lane_density(attribute)))
+            .map_err(PyErr::from)?;
+        Ok(lanes.into_iter().map(|d| (d.lane, d.slices, d.rows)).collect())
+    }
+
     fn __repr__(&self) -> String {
         let cfg = &self.inner.spec().engine;
         let version = match cfg.backend_version.as_deref() {
@@ -789,6 +902,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(system_sm_version, m)?)?;
     let view_functions = views::register(m)?;
+    let surface_names = surface::register(m)?;
     m.add(
         "PerfDataNotAvailableError",
         py.get_type::<PerfDataNotAvailableError>(),
@@ -821,6 +935,9 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ],
     )?;
     for name in view_functions {
+        all.append(name)?;
+    }
+    for name in surface_names {
         all.append(name)?;
     }
     m.add("__all__", all)?;

@@ -163,7 +163,7 @@ fn loads<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
 
 /// Runs the compiler on a compile request (passed as a dict of `compile_engine` keyword
 /// arguments). Returns the spec bytes, or the failure as `"<exception name>: <message>"`.
-fn run_compiler(compiler: &Bound<'_, PyAny>, request: &CompileRequest) -> Result<Vec<u8>, String> {
+pub(crate) fn run_compiler(compiler: &Bound<'_, PyAny>, request: &CompileRequest) -> Result<Vec<u8>, String> {
     let py = compiler.py();
     let describe = |e: PyErr| -> String {
         let name = e
@@ -192,7 +192,7 @@ fn run_compiler(compiler: &Bound<'_, PyAny>, request: &CompileRequest) -> Result
 }
 
 /// The compiler to use: the caller's callable, else the front end's default.
-fn resolve_compiler(py: Python<'_>, compiler: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+pub(crate) fn resolve_compiler(py: Python<'_>, compiler: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
     match compiler {
         Some(c) if !c.is_none() => {
             if !c.is_callable() {

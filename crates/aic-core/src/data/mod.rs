@@ -11,6 +11,7 @@ pub mod system;
 pub mod tables;
 pub mod versions;
 pub mod warnings;
+pub mod source_report;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -3,6 +3,7 @@
 //! how the op results combine into totals and name-folded per-op lists.
 
 mod batch;
+mod indexed;
 mod latency_model;
 mod per_op;
 pub mod provenance;

@@ -15,19 +15,8 @@ use super::{ceil_div, OpValue, Shape, SolSplit, Source};
 
 /// GEMM utilisation level of a (bytes, compute) profile, for cross-profile transfers.
 fn gemm_util_level(q: GemmQuant) -> f64 {
-    let p = (q.bytes_per_elem(), q.compute_multiplier());
-    match p {
-        (b, c) if b == 2.0 && c == 1.0 => 0.70,
-        (b, c) if b == 1.0 && c == 1.0 => 0.55,
-        (b, c) if b == 0.5625 && c == 1.0 => 0.45,
-        (b, c) if b == 0.5 && c == 1.0 => 0.45,
-        (b, c) if b == 1.0 && c == 2.0 => 0.45,
-        (b, c) if b == 0.5 && c == 2.0 => 0.35,
-        (b, c) if b == 1.0 && c == 4.0 => 0.30,
-        (b, c) if b == 0.5 && c == 4.0 => 0.30,
-        (b, c) if b == 0.5625 && c == 4.0 => 0.30,
-        _ => 0.45,
-    }
+    use super::util_levels::{util_level, GEMM_UTIL_DEFAULT, GEMM_UTIL_LEVELS};
+    util_level(&GEMM_UTIL_LEVELS, q.bytes_per_elem(), q.compute_multiplier(), GEMM_UTIL_DEFAULT)
 }
 
 /// Compiled `Gemm`.

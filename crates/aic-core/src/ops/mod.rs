@@ -17,6 +17,7 @@ mod mhc;
 mod mla;
 mod moe;
 mod sol_split;
+pub mod util_levels;
 
 use std::sync::Arc;
 

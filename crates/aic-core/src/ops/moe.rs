@@ -327,18 +327,8 @@ impl MoeEval {
 
 /// MoE utilisation level of a (bytes, compute) profile, for cross-profile transfers.
 fn moe_util_level(q: MoeQuant) -> f64 {
-    match (q.bytes_per_elem(), q.compute_multiplier()) {
-        (b, c) if b == 2.0 && c == 1.0 => 0.53,
-        (b, c) if b == 1.0 && c == 1.0 => 0.45,
-        (b, c) if b == 0.5625 && c == 1.0 => 0.07,
-        (b, c) if b == 0.5 && c == 1.0 => 0.07,
-        (b, c) if b == 1.0 && c == 2.0 => 0.40,
-        (b, c) if b == 0.5 && c == 2.0 => 0.15,
-        (b, c) if b == 1.0 && c == 4.0 => 0.30,
-        (b, c) if b == 0.5 && c == 4.0 => 0.23,
-        (b, c) if b == 0.5625 && c == 4.0 => 0.23,
-        _ => 0.30,
-    }
+    use super::util_levels::{util_level, MOE_UTIL_DEFAULT, MOE_UTIL_LEVELS};
+    util_level(&MOE_UTIL_LEVELS, q.bytes_per_elem(), q.compute_multiplier(), MOE_UTIL_DEFAULT)
 }
 
 /// Compiled `MoeDispatch`.

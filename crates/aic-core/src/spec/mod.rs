@@ -3,11 +3,13 @@
 
 mod file;
 mod ops;
+mod op_json;
 mod quant;
 mod wire;
 
 pub use file::{read_spec_file, MAX_SPEC_FILE_BYTES};
 pub use ops::*;
+pub use op_json::{op_from_json, op_to_json, op_variant, ops_from_json, ops_to_json};
 pub use quant::*;
 pub use wire::{decode_spec, encode_spec, SPEC_MAGIC};
 

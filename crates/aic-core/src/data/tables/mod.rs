@@ -13,6 +13,7 @@ mod mla;
 mod moe;
 mod quantize;
 mod views;
+mod attributes;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
@@ -29,6 +30,7 @@ pub use mamba2::{Mamba2Key, Mamba2Table, MAMBA2_TABLE};
 pub use mla::{MlaBmmTable, MlaKernelTable, MlaModuleTable};
 pub use moe::{MoeCurves, MoeKey, MoeTable};
 pub use quantize::{QuantizeKernel, QuantizeTable};
+pub use attributes::{nested_json, table_view_json, table_view_sources, TABLE_VIEW_ATTRIBUTES};
 pub use views::{
     open_for_viewing, AxisExtent, DatabaseCoverage, KeyValue, KeyValues, SliceView, TableCoverage, TableId, TableView,
     COVERAGE_SCHEMA,
