@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -69,10 +70,17 @@ def family_of(model_path: str) -> str:
     return name
 
 
-def row_request(row: dict) -> dict:
+def row_request(row: dict, *, calibrated: bool = False) -> dict:
     """The keyword arguments of :func:`aic.serving.estimate` for one row (model and system
     included as ``model_path`` / ``system_name``). Raises ``ValueError`` for a disagg row
-    lacking a batch size or worker count (the reference counts such rows as not predicted)."""
+    lacking a batch size or worker count (the reference counts such rows as not predicted).
+
+    ``calibrated=True``: a MoE width of 0 on a row means "not used" and is dropped (the
+    reference ignores MoE sizes of dense models). A disagg row without batch sizes / worker
+    counts stays unpredicted in both modes: guessing the worker counts (tried: one prefill and
+    one decode worker holding the recorded concurrency) gives TPOT errors near 100 %."""
+    if calibrated:
+        row = _completed(row)
     model, _ = model_for(row["model_path"])
     args: dict = {"model_path": model, "system_name": row["system"], "mode": row["mode"],
                   "backend_name": row["backend"], "isl": int(row["isl"]), "osl": int(row["osl"])}
@@ -97,9 +105,28 @@ def row_request(row: dict) -> dict:
     return args
 
 
+def recorded_concurrency(row: dict) -> int | None:
+    """The ``silicon_concurrency=N`` of the row's benchmark record, if any."""
+    m = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source") or "")
+    return int(m.group(1)) if m else None
+
+
+def _completed(row: dict) -> dict:
+    """The row with the calibrated mode's completions (see :func:`row_request`)."""
+    row = dict(row)
+    for prefix in ("", "prefill_", "decode_"):
+        for key in ("moe_tp_size", "moe_ep_size"):
+            if _int(row.get(prefix + key)) == 0:
+                row[prefix + key] = ""
+    return row
+
+
 def concurrency(row: dict) -> int | None:
-    """The measured concurrency of a row: agg ``batch_size x attention_dp``; disagg the decode
-    ``batch_size x attention_dp x workers``."""
+    """The measured concurrency of a row: the recorded ``silicon_concurrency``, else agg
+    ``batch_size x attention_dp``, disagg the decode ``batch_size x attention_dp x workers``."""
+    recorded = recorded_concurrency(row)
+    if recorded:
+        return recorded
     if row["mode"] == "disagg":
         b, dp, n = (_int(row.get(f"decode_{k}")) for k in ("batch_size", "attention_dp_size",
                                                            "num_workers"))
@@ -135,14 +162,15 @@ def _reference_class(exc: BaseException) -> str:
     return name
 
 
-def predict_row(row: dict, *, calibrated: bool = False, systems_path=None) -> Prediction:
+def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
+                calibration=None) -> Prediction:
     """Estimates one row (parity mode, or the calibrated mode with ``calibrated=True``)."""
     from .serving import estimate
 
     _, alias = model_for(row["model_path"])
     pred = Prediction(id=row.get("id", ""), model_alias=alias)
     try:
-        args = row_request(row)
+        args = row_request(row, calibrated=calibrated)
     except ValueError as exc:
         pred.error_class, pred.error_msg = "ValueError", str(exc)
         return pred
@@ -151,6 +179,8 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None) -> Pr
     if calibrated:
         args["calibrated"] = True
         args["concurrency"] = concurrency(row)
+        if calibration is not None:
+            args["calibration"] = calibration
     try:
         out = estimate(model, system, systems_path=systems_path, **args)
     except Exception as exc:  # noqa: BLE001 - every failure is a "not predicted" row
@@ -164,11 +194,14 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None) -> Pr
 
 
 def predict_rows(rows: Iterable[dict], *, calibrated: bool = False, systems_path=None,
+                 calibration=None,
                  progress: Callable[[int], None] | None = None) -> list[Prediction]:
-    """Estimates every row; ``progress(i)`` is called after each one."""
+    """Estimates every row; ``progress(i)`` is called after each one. ``calibration``: the
+    constants of the calibrated mode (dict or file; default the shipped ones)."""
     out = []
     for i, row in enumerate(rows, 1):
-        out.append(predict_row(row, calibrated=calibrated, systems_path=systems_path))
+        out.append(predict_row(row, calibrated=calibrated, systems_path=systems_path,
+                               calibration=calibration))
         if progress is not None:
             progress(i)
     return out
