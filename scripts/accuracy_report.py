@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     md += [f"| `{k}` | {v} |" for k, v in MEANINGS]
     md += ["", "Fitted by `scripts/fit_calibration.py` (a deterministic grid search minimising "
            "the median APE per group; scales are median ratios) on this half only and stored in "
-           "`data/calibration/serving.json` (checksummed in `data/SHA256SUMS`; provenance in the "
+           "`data/calibration/serving.json` (checksummed in `data/SHA256SUMS.accuracy`; provenance in the "
            "file and in `data/NOTICE`). Values:", "",
            "| group | rows | tpot_scale | tpot_overhead_ms | ttft_scale | ttft_queue | "
            "ttft_overhead_ms |", "|---|---|---|---|---|---|---|"]

@@ -176,6 +176,19 @@ def document(groups: dict, rows_path: str, n_rows: int) -> dict:
     }
 
 
+SUMS = REPO / "data" / "SHA256SUMS.accuracy"
+SUMMED = ("silicon/README.md", "silicon/calibration.csv",
+          "silicon/reference_predictions_calibration.csv", "calibration/serving.json")
+
+
+def write_sums() -> None:
+    """``data/SHA256SUMS.accuracy``: the checksums of the accuracy data (the sample and the
+    fitted constants), kept apart from ``data/SHA256SUMS``, which ``aic-compile data import``
+    regenerates from the imported trees only."""
+    lines = [f"{_sha256(REPO / 'data' / rel)}  {rel}\n" for rel in SUMMED]
+    SUMS.write_text("".join(lines), encoding="utf-8")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=str(REPO / "data" / "silicon" / "calibration.csv"))
@@ -190,6 +203,8 @@ def main(argv=None) -> int:
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2, sort_keys=True)
         fh.write("\n")
+    if os.path.abspath(args.out) == str(REPO / "data" / "calibration" / "serving.json"):
+        write_sums()
     insample = scored(rows, [predict(groups, f) if f else None for f in fs])
     print(f"in-sample: coverage {insample['coverage']:.1f} %, TTFT MdAPE "
           f"{insample['ttft_mdape']:.1f} %, TPOT MdAPE {insample['tpot_mdape']:.1f} %")

@@ -110,3 +110,14 @@ def test_shipped_constants_are_what_the_fit_script_produces():
     groups = fit.fit(fit.features(rows))
     doc = fit.document(groups, REPO / "data" / "silicon" / "calibration.csv", len(rows))
     assert doc == load_calibration()
+
+
+def test_accuracy_data_matches_its_checksums():
+    import hashlib
+
+    data = REPO / "data"
+    lines = (data / "SHA256SUMS.accuracy").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        digest, rel = line.split("  ", 1)
+        assert hashlib.sha256((data / rel).read_bytes()).hexdigest() == digest, rel

@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"
 SUMS = DATA / "SHA256SUMS"
-CHECKED_TREES = ("systems", "model_configs", "silicon", "calibration")
+CHECKED_TREES = ("systems", "model_configs")
 
 
 def _sha256(path: Path) -> str:
