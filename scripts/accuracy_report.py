@@ -108,7 +108,8 @@ MEANINGS = [
                    "prefill that shares its iterations with decodes"),
     ("ttft_queue", "share of the co-arriving requests' prefill work a request waits behind: "
                    "1 = all n requests of a rank arrive at once and are prefilled first-in "
-                   "first-out (mean wait (n-1)/2 prefills), 0 = no queueing"),
+                   "first-out (mean wait (n-1)/2 prefills), 0 = no queueing; fitted within [0, 1], "
+                   "since more waiting than first-in first-out has no physical meaning"),
     ("ttft_overhead_ms", "per-request latency outside GPU steps: HTTP, tokenisation, scheduling "
                          "and, in disagg, the KV-cache transfer (ms)"),
 ]

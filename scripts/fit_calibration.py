@@ -43,7 +43,10 @@ from aic import accuracy  # noqa: E402
 MIN_ROWS = 30  # an exact system/backend/mode group needs this many rows
 MIN_POOLED_ROWS = 10  # a pooled */backend/... group needs this many (*/*/* always fitted)
 TPOT_OVERHEADS = [i * 0.25 for i in range(0, 41)]  # 0 .. 10 ms per iteration
-TTFT_QUEUES = [i * 0.05 for i in range(0, 31)]  # 0 .. 1.5
+# 0 .. 1: ttft_queue is the share of the co-arriving prefills a request waits behind; 1 is
+# first-in first-out with all n arriving at once, the most queueing there can be (a value above
+# 1 has no physical meaning and only trades the scale against the queue on a small group).
+TTFT_QUEUES = [i * 0.05 for i in range(0, 21)]
 TTFT_OVERHEADS = [float(i) for i in range(0, 401, 20)]  # 0 .. 400 ms per request
 IDENTITY = {"version": 1, "provenance": "identity (feature extraction)", "groups": {}}
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
