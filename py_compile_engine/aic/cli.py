@@ -747,6 +747,8 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
 
 # Serving-level commands (estimate --mode, sweep) live in their own module.
 from . import cli_serving  # noqa: E402,F401
+# The accuracy command (measured deployments vs estimates) lives in its own module.
+from . import cli_accuracy  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -38,6 +38,14 @@ for _role in ("prefill", "decode"):
                                              default=None,
                                              help=f"disagg: {_role} {_key} (default: shared)."))
 
+_SERVING_OPTIONS.append(click.Option(
+    ["--calibrated"], is_flag=True, default=False,
+    help="agg / disagg: the calibrated estimate (closer to measured deployments, see "
+         "ACCURACY.md) instead of parity with the reference."))
+_SERVING_OPTIONS.append(click.Option(
+    ["--concurrency"], type=click.IntRange(min=1), default=None,
+    help="--calibrated: total requests in flight (default: from the batch sizes)."))
+
 _ROLE_ARG = {"tp": "tp_size", "pp": "pp_size", "dp": "attention_dp_size", "moe-tp": "moe_tp_size",
              "moe-ep": "moe_ep_size", "batch": "batch_size", "workers": "num_workers"}
 
@@ -78,6 +86,9 @@ def _serving_estimate(ctx, model, kwargs) -> None:
         args[key] = kwargs.get(key)
     if kwargs.get("database_mode"):
         args["database_mode"] = kwargs["database_mode"]
+    if kwargs.get("calibrated"):
+        args["calibrated"] = True
+        args["concurrency"] = kwargs.get("concurrency")
     for role in ("prefill", "decode"):
         for key in _ROLE_KEYS:
             value = kwargs.get(f"{role}_{key.replace('-', '_')}")
@@ -101,6 +112,13 @@ def _serving_estimate(ctx, model, kwargs) -> None:
             unit = " ms" if key in ("ttft", "tpot", "request_latency") else (
                 " GiB" if "memory" in key else "")
             click.echo(f"  {key:<18}{_fmt(raw[key])}{unit}")
+    calibration = out["result"].get("calibration")
+    if calibration:
+        click.echo(f"  calibrated: parity ttft {_fmt(calibration['parity_ttft'])} ms, "
+                   f"tpot {_fmt(calibration['parity_tpot'])} ms; group "
+                   f"{calibration['group'] or '(none)'}"
+                   + (", HYBRID fallback" if calibration.get("fallback") else "")
+                   + (", memory model overruled" if calibration.get("memory_overruled") else ""))
     if out["result"].get("kv_cache_warning"):
         click.echo(f"warning: {out['result']['kv_cache_warning']}", err=True)
 

@@ -302,6 +302,10 @@ def estimate(
     attention_backend: str | None = None,
     systems_path: str | os.PathLike | None = None,
     engine_step_backend: str | None = None,
+    calibrated: bool = False,
+    concurrency: int | None = None,
+    calibration: dict | str | os.PathLike | None = None,
+    _request_extra: dict | None = None,
 ) -> dict:
     """One deployment's serving estimate, as the reference's ``cli_estimate`` computes it.
 
@@ -312,6 +316,13 @@ def estimate(
     counts are required). MoE models need ``moe_tp_size`` or ``moe_ep_size``. With MTP
     (``nextn > 0``) give ``nextn_accepted``, the average accepted draft tokens per step.
 
+    ``calibrated=True`` (agg, disagg): the calibrated estimate of ``ACCURACY.md`` — the parity
+    figures corrected for prefill queueing at ``concurrency`` (the measured total; default: from
+    the batch sizes) and the per-backend step overheads, with the constants of ``calibration``
+    (a dict, or a JSON file; default the shipped ``data/calibration/serving.json``); a memory
+    verdict is reported instead of raised, and a missing perf table falls back to the HYBRID
+    estimate (``result["calibration"]["fallback"] = "HYBRID"``).
+
     Returns ``{"result", "memory", "oom", "per_ops"}``: ``result`` holds ``ttft``, ``tpot``
     (ms), ``power_w``, ``kv_cache_warning`` and ``raw`` (the full result row: throughputs,
     ``tokens/s/gpu``, ``tokens/s/user``, ``request_latency``, parallelism, quant modes, memory
@@ -320,6 +331,11 @@ def estimate(
     """
     if engine_step_backend not in (None, "rust"):
         raise ValueError(f"engine_step_backend must be None or 'rust', got {engine_step_backend!r}")
+    if calibrated:
+        args = {k: v for k, v in locals().items()
+                if k not in ("calibrated", "concurrency", "calibration", "model_path",
+                             "system_name", "_request_extra")}
+        return _calibrated_estimate(model_path, system_name, args, concurrency, calibration)
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     if mode not in MODES:
         raise ValueError(f"Unsupported estimate mode: {mode!r}. Use 'agg', 'disagg', 'afd', "
@@ -382,4 +398,56 @@ def estimate(
             "free_gpu_memory_fraction": free_gpu_memory_fraction, "max_seq_len": max_seq_len,
             "worker": worker(sizes, mode != "static_gen"),
         }
+    if _request_extra:
+        request.update(_request_extra)
     return json.loads(native().serving_estimate(json.dumps(request), str(root)))
+
+
+_CONSTANTS_CACHE: dict = {}
+CALIBRATION_FILE = ("calibration", "serving.json")
+
+
+def calibration_path() -> str:
+    """The shipped constants file of the calibrated estimate."""
+    packaged = paths.package_dir() / "data" / CALIBRATION_FILE[0] / CALIBRATION_FILE[1]
+    if packaged.is_file():
+        return os.fspath(packaged)
+    data = paths.repo_data_dir()
+    if data is not None and (data / CALIBRATION_FILE[0] / CALIBRATION_FILE[1]).is_file():
+        return os.fspath(data / CALIBRATION_FILE[0] / CALIBRATION_FILE[1])
+    raise ValueError("cannot find the calibration constants (aic/data/calibration/serving.json)")
+
+
+def load_calibration(calibration=None) -> dict:
+    """The constants document: a dict as given, or read from a JSON file (default: shipped)."""
+    if isinstance(calibration, dict):
+        return calibration
+    path = os.fspath(calibration) if calibration is not None else calibration_path()
+    if path not in _CONSTANTS_CACHE:
+        with open(path, encoding="utf-8") as fh:
+            _CONSTANTS_CACHE[path] = json.load(fh)
+    return _CONSTANTS_CACHE[path]
+
+
+def _is_missing_data(exc: BaseException) -> bool:
+    return "PerfDataNotAvailable" in type(exc).__name__ or "perf database error" in str(exc)
+
+
+def _calibrated_estimate(model_path, system_name, args: dict, concurrency, calibration) -> dict:
+    """The calibrated estimate: the native request gains ``calibrated``, ``concurrency`` and the
+    constants; a missing perf table (SILICON) is retried as a HYBRID estimate."""
+    if args["mode"] not in ("agg", "disagg"):
+        raise ValueError(f"the calibrated estimate covers 'agg' and 'disagg', not {args['mode']!r}")
+    fields = {"calibrated": True, "concurrency": concurrency,
+              "calibration": load_calibration(calibration)}
+    try:
+        out = estimate(model_path, system_name, **args, _request_extra=fields)
+        fallback = ""
+    except Exception as exc:  # noqa: BLE001 - only missing-data errors are retried
+        if not _is_missing_data(exc) or (args.get("database_mode") or "SILICON") != "SILICON":
+            raise
+        out = estimate(model_path, system_name, **{**args, "database_mode": "HYBRID"},
+                       _request_extra=fields)
+        fallback = "HYBRID"
+    out["result"].setdefault("calibration", {})["fallback"] = fallback
+    return out

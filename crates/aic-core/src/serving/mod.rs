@@ -13,7 +13,8 @@
 //! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
 //! * [`static_mode`], [`agg`], [`disagg`] — the three estimate modes (§2–§4, §6);
 //! * [`request`] — the JSON request/response surface the bindings use;
-//! * [`sweep`], [`pareto`] — the deployment sweep (§9).
+//! * [`sweep`], [`pareto`] — the deployment sweep (§9);
+//! * [`calibrated`] — the calibrated estimate (parity plus fitted corrections, `ACCURACY.md`).
 
 pub mod agg;
 pub mod disagg;
@@ -25,8 +26,10 @@ pub mod row;
 pub mod static_mode;
 pub mod sweep;
 pub mod worker;
+pub mod calibrated;
 
 pub use error::ServingError;
 pub use request::{estimate_json, EstimateRequest};
 pub use row::{Row, Val};
 pub use worker::{Worker, WorkerLabels};
+pub use calibrated::{Calibration, CalibratedLatencyModel, StepCorrection};

@@ -115,6 +115,15 @@ pub struct EstimateRequest {
     /// Disagg decode knobs.
     #[serde(default)]
     pub decode: Option<RoleInput>,
+    /// The calibrated estimate (agg, disagg) instead of parity with the reference.
+    #[serde(default)]
+    pub calibrated: bool,
+    /// Calibrated: the measured total concurrency (`None`: from the batch sizes).
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+    /// Calibrated: the constants document (`data/calibration/serving.json`).
+    #[serde(default)]
+    pub calibration: Option<Value>,
 }
 
 fn default_stride() -> u32 {
@@ -178,6 +187,9 @@ pub fn estimate_json(request: &str, systems_path: Option<&Path>) -> Result<Strin
 
 /// Runs one parsed `cli_estimate` request (see [`estimate_json`]).
 pub fn estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<String> {
+    if req.calibrated {
+        return calibrated_estimate(req, systems_path);
+    }
     let accepted = req.nextn_accepted;
     match req.mode.as_str() {
         "static" | "static_ctx" | "static_gen" => {
@@ -310,4 +322,85 @@ fn agg_per_ops(w: &Worker, p: &AggParams, s: &super::agg::Schedule) -> Result<St
     let sched: Vec<(String, f64)> = sched.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     out.push_str(&format!(", \"scheduling\": {}}}", ops_json(&sched)));
     Ok(out)
+}
+
+/// The agg parameters of a request.
+fn agg_params(req: &EstimateRequest, w: &Worker) -> AggParams {
+    AggParams {
+        batch_size: req.batch_size,
+        ctx_tokens: req.ctx_tokens.unwrap_or(req.isl),
+        isl: req.isl,
+        osl: req.osl,
+        prefix: req.prefix,
+        tokens_per_iteration: if w.nextn() > 0 { 1.0 + req.nextn_accepted.unwrap_or(0.0) } else { 1.0 },
+        max_seq_len: if w.backend() == crate::spec::Backend::Trtllm { req.max_seq_len } else { None },
+        free_gpu_memory_fraction: req.free_gpu_memory_fraction,
+    }
+}
+
+/// Replaces the latency figures of a result row by the calibrated ones.
+fn set_calibrated(row: &mut Row, f: &super::calibrated::CalibratedFigures, osl: u32) {
+    row.set("ttft", f.ttft);
+    row.set("tpot", f.tpot);
+    row.set("request_latency", f.ttft + f.tpot * f64::from(osl.saturating_sub(1)));
+    row.set("tokens/s/user", if osl > 1 && f.tpot > 0.0 { 1000.0 / f.tpot } else { 0.0 });
+}
+
+/// A calibrated request (agg or disagg): the parity evaluation without the memory stop, the
+/// corrections of [`super::calibrated`], and a `calibration` entry in `result`.
+fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<String> {
+    use super::calibrated::{calibrated_agg, calibrated_disagg, from_request};
+    let cal = from_request(req.calibration.as_ref())?;
+    let (text, figures) = match req.mode.as_str() {
+        "agg" => {
+            let w = req.worker.as_ref().ok_or_else(|| missing("worker"))?.load(systems_path)?;
+            let p = agg_params(req, &w);
+            let (mut eval, figures) = calibrated_agg(&w, &p, &cal, req.concurrency)?;
+            set_calibrated(&mut eval.row, &figures, req.osl);
+            eval.row.set("power_w", super::row::Val::Null);
+            let (tp, pp, _) = w.tp_pp_dp();
+            let result = result_json(&eval.row, "agg", w.version(), req.batch_size, p.ctx_tokens, tp, pp, &None);
+            let (memory, oom) = memory_json(&eval.memory, eval.verdict.oom, eval.verdict.kv_over);
+            (format!("{{\"result\": {result}, \"memory\": {memory}, \"oom\": {oom}, \"per_ops\": null}}"), figures)
+        }
+        "disagg" => {
+            let pw = req.prefill_worker.as_ref().ok_or_else(|| missing("prefill_worker"))?.load(systems_path)?;
+            let dw = req.decode_worker.as_ref().ok_or_else(|| missing("decode_worker"))?.load(systems_path)?;
+            let pr = req.prefill.ok_or_else(|| missing("prefill"))?;
+            let dr = req.decode.ok_or_else(|| missing("decode"))?;
+            let p = DisaggParams {
+                isl: req.isl,
+                osl: req.osl,
+                prefix: req.prefix,
+                accepted: req.nextn_accepted,
+                prefill: RoleParams {
+                    batch_size: pr.batch_size,
+                    max_seq_len: pr.max_seq_len,
+                    free_gpu_memory_fraction: pr.free_gpu_memory_fraction,
+                },
+                prefill_workers: pr.num_workers,
+                decode: RoleParams {
+                    batch_size: dr.batch_size,
+                    max_seq_len: dr.max_seq_len,
+                    free_gpu_memory_fraction: dr.free_gpu_memory_fraction,
+                },
+                decode_workers: dr.num_workers,
+            };
+            let (mut row, figures) = calibrated_disagg(&pw, &dw, &p, &cal, req.concurrency)?;
+            set_calibrated(&mut row, &figures, req.osl);
+            row.set("power_w", super::row::Val::Null);
+            let (tp, pp, _) = pw.tp_pp_dp();
+            let result = result_json(&row, "disagg", pw.version(), pr.batch_size, 0, tp, pp, &None);
+            (format!("{{\"result\": {result}, \"memory\": null, \"oom\": null, \"per_ops\": null}}"), figures)
+        }
+        other => {
+            return Err(AicError::value(format!(
+                "calibrated estimate: mode '{other}' is not calibrated (use 'agg' or 'disagg')"
+            )))
+        }
+    };
+    let mut out: Value = serde_json::from_str(&text)
+        .map_err(|e| AicError::value(format!("calibrated estimate: internal JSON error: {e}")))?;
+    out["result"]["calibration"] = figures.to_json();
+    Ok(out.to_string())
 }

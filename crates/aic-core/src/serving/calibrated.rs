@@ -1,0 +1,368 @@
+//! The calibrated serving estimate: the reference's serving model (parity mode) corrected for
+//! what it leaves out, with a handful of constants fitted on measured deployments.
+//!
+//! Parity mode reproduces the reference bit for bit, including its blind spots: requests that
+//! arrive together at the measured concurrency queue for prefill (the reference's TTFT ignores
+//! it), every engine adds per-iteration host work that no kernel table holds (scheduling,
+//! sampling, launch gaps), the kernel tables were measured on other engine versions than the
+//! deployments, and the memory model rejects deployments that run. This module keeps the parity
+//! computation and applies, per `system/backend/mode` group, a small closed-form correction
+//! ([`StepCorrection`]) whose constants live in a data file (`data/calibration/serving.json`,
+//! fitted by `scripts/fit_calibration.py`, see `ACCURACY.md`):
+//!
+//! * `TPOT = tpot_scale · TPOT_parity + tpot_overhead_ms`
+//! * `TTFT = ttft_scale · T₁ · (1 + ttft_queue · (n − 1) / 2) + ttft_overhead_ms`
+//!
+//! with `T₁` the prefill of one request alone on the prefill worker and `n` the requests that
+//! arrive together at one prefill rank (the concurrency per attention-DP rank in agg, per
+//! prefill rank in disagg): with FIFO prefill a request waits on average for half of the others
+//! (`ttft_queue = 1`), less when arrivals drift apart or prefills are batched.
+//!
+//! A memory verdict does not stop a calibrated estimate (it is reported instead): the memory
+//! model is the reference's and is known to reject deployments that were measured running.
+//! [`CalibratedLatencyModel`] offers the step-level part of the same correction to serving
+//! simulators through [`LatencyModel`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::engine::LatencyModel;
+use crate::error::{AicError, Result};
+
+use super::agg::{agg_eval, AggParams};
+use super::disagg::{compose, decode_worker, prefill_worker, DisaggParams, TTFT_FACTOR};
+use super::worker::Worker;
+
+/// The correction of one `system/backend/mode` group. Every constant is physical:
+/// scales are ratios of measured to table-priced time, overheads are milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct StepCorrection {
+    /// Measured / priced decode time (kernel-version and efficiency drift of the tables).
+    pub tpot_scale: f64,
+    /// Host time per decode iteration that no kernel table holds (scheduler, sampling), ms.
+    pub tpot_overhead_ms: f64,
+    /// Measured / priced prefill time of one request (tables, interference with decodes).
+    pub ttft_scale: f64,
+    /// Share of the co-arriving requests' prefill work a request waits behind: 1 = all
+    /// requests arrive at once and are prefilled first-in first-out, 0 = no queueing.
+    pub ttft_queue: f64,
+    /// Per-request latency outside the GPU steps (tokenize, HTTP, KV transfer), ms.
+    pub ttft_overhead_ms: f64,
+}
+
+impl StepCorrection {
+    /// No correction: the parity TPOT, and TTFT = `T₁` with no queueing.
+    pub const IDENTITY: StepCorrection = StepCorrection {
+        tpot_scale: 1.0,
+        tpot_overhead_ms: 0.0,
+        ttft_scale: 1.0,
+        ttft_queue: 0.0,
+        ttft_overhead_ms: 0.0,
+    };
+
+    /// The calibrated TPOT from the parity TPOT, ms.
+    pub fn tpot(&self, parity_tpot_ms: f64) -> f64 {
+        self.tpot_scale * parity_tpot_ms + self.tpot_overhead_ms
+    }
+
+    /// The calibrated TTFT from the one-request prefill `prefill_one_ms` and the number of
+    /// requests `requests_per_rank` arriving together at one prefill rank (at least 1), ms.
+    pub fn ttft(&self, prefill_one_ms: f64, requests_per_rank: f64) -> f64 {
+        let waiting = (requests_per_rank.max(1.0) - 1.0) / 2.0;
+        self.ttft_scale * prefill_one_ms * (1.0 + self.ttft_queue * waiting) + self.ttft_overhead_ms
+    }
+
+    fn check(&self, key: &str) -> Result<()> {
+        let all = [self.tpot_scale, self.tpot_overhead_ms, self.ttft_scale, self.ttft_queue, self.ttft_overhead_ms];
+        if all.iter().any(|v| !v.is_finite() || *v < 0.0) || self.tpot_scale == 0.0 || self.ttft_scale == 0.0 {
+            return Err(AicError::value(format!(
+                "calibration group '{key}': every constant must be finite and non-negative, scales positive"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The fitted constants: one [`StepCorrection`] per group key `system/backend/mode`, where any
+/// part may be `*` (a pooled fit used when the exact group has too few measured rows).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Calibration {
+    /// Format version (1).
+    pub version: u32,
+    /// Where the constants come from (sample, script, date).
+    #[serde(default)]
+    pub provenance: String,
+    /// Corrections by group key.
+    pub groups: BTreeMap<String, StepCorrection>,
+}
+
+impl Calibration {
+    /// Parses and checks a constants document (JSON text).
+    pub fn from_json(text: &str) -> Result<Calibration> {
+        let cal: Calibration = serde_json::from_str(text)
+            .map_err(|e| AicError::value(format!("invalid calibration constants JSON: {e}")))?;
+        cal.check()?;
+        Ok(cal)
+    }
+
+    /// Reads and checks a constants file.
+    pub fn load(path: &Path) -> Result<Calibration> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            AicError::value(format!("cannot read calibration constants {}: {e}", path.display()))
+        })?;
+        Calibration::from_json(&text)
+    }
+
+    /// Checks the format version and every group's constants.
+    pub fn check(&self) -> Result<()> {
+        if self.version != 1 {
+            return Err(AicError::value(format!(
+                "calibration constants version {} is not supported (expected 1)",
+                self.version
+            )));
+        }
+        for (key, c) in &self.groups {
+            c.check(key)?;
+        }
+        Ok(())
+    }
+
+    /// The correction of a group and the key it was found under: the exact
+    /// `system/backend/mode`, else `*/backend/mode`, `*/backend/*`, `*/*/*`, else identity
+    /// (key `""`).
+    pub fn lookup(&self, system: &str, backend: &str, mode: &str) -> (StepCorrection, String) {
+        for key in [
+            format!("{system}/{backend}/{mode}"),
+            format!("*/{backend}/{mode}"),
+            format!("*/{backend}/*"),
+            "*/*/*".to_string(),
+        ] {
+            if let Some(c) = self.groups.get(&key) {
+                return (*c, key);
+            }
+        }
+        (StepCorrection::IDENTITY, String::new())
+    }
+}
+
+/// What a calibrated estimate adds to the parity one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibratedFigures {
+    /// Calibrated TTFT, ms.
+    pub ttft: f64,
+    /// Calibrated TPOT, ms.
+    pub tpot: f64,
+    /// The parity TTFT (the reference's formula), ms.
+    pub parity_ttft: f64,
+    /// The parity TPOT, ms.
+    pub parity_tpot: f64,
+    /// One request's prefill alone on the prefill worker, ms.
+    pub prefill_one_ms: f64,
+    /// Requests arriving together at one prefill rank.
+    pub requests_per_rank: f64,
+    /// The group key the constants came from.
+    pub group: String,
+    /// The memory model predicted OOM (or KV over budget) and was overruled.
+    pub memory_overruled: bool,
+}
+
+impl CalibratedFigures {
+    fn new(c: &StepCorrection, group: String, parity: (f64, f64), prefill_one_ms: f64, n: f64, overruled: bool) -> Self {
+        CalibratedFigures {
+            ttft: c.ttft(prefill_one_ms, n),
+            tpot: c.tpot(parity.1),
+            parity_ttft: parity.0,
+            parity_tpot: parity.1,
+            prefill_one_ms,
+            requests_per_rank: n.max(1.0),
+            group,
+            memory_overruled: overruled,
+        }
+    }
+
+    /// The figures as a JSON object (the `calibration` entry of a calibrated result).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ttft": self.ttft, "tpot": self.tpot,
+            "parity_ttft": self.parity_ttft, "parity_tpot": self.parity_tpot,
+            "prefill_one_ms": self.prefill_one_ms, "requests_per_rank": self.requests_per_rank,
+            "group": self.group, "memory_overruled": self.memory_overruled,
+        })
+    }
+}
+
+/// Calibrated agg: the parity evaluation (no OOM stop) and the correction; `concurrency` is the
+/// measured total (`None`: `batch_size` per attention-DP rank).
+pub fn calibrated_agg(w: &Worker, p: &AggParams, cal: &Calibration, concurrency: Option<u32>) -> Result<(super::agg::AggEval, CalibratedFigures)> {
+    let eval = agg_eval(w, p)?;
+    let (_, _, dp) = w.tp_pp_dp();
+    let n = concurrency.map_or(f64::from(p.batch_size), |c| f64::from(c) / f64::from(dp.max(1)));
+    let t1 = w.engine.prefill_latency_ms(1, p.isl, p.prefix)?;
+    let (c, key) = cal.lookup(w.system_name(), w.backend().as_str(), "agg");
+    let overruled = eval.verdict.oom;
+    let figures = CalibratedFigures::new(&c, key, (eval.row.f("ttft"), eval.row.f("tpot")), t1, n, overruled);
+    Ok((eval, figures))
+}
+
+/// Calibrated disagg: the parity composition (no OOM / KV stop) and the correction;
+/// `concurrency` is the measured total (`None`: decode batch × workers).
+pub fn calibrated_disagg(pw: &Worker, dw: &Worker, p: &DisaggParams, cal: &Calibration, concurrency: Option<u32>) -> Result<(super::row::Row, CalibratedFigures)> {
+    let prefill = prefill_worker(pw, p.isl, p.prefix, &p.prefill)?;
+    let decode = decode_worker(dw, p.isl, p.osl, p.accepted, &p.decode)?;
+    let overruled = [prefill.verdict, decode.verdict].iter().any(|v| v.oom || v.kv_over);
+    let ttft_p = prefill.row.f("ttft") * TTFT_FACTOR;
+    let mut row = compose(
+        (&prefill.row, pw),
+        (&decode.row, dw),
+        ttft_p,
+        p.prefill_workers,
+        p.decode_workers,
+        p.isl,
+        p.osl,
+        p.prefix,
+    );
+    row.round3();
+    let (_, _, pdp) = pw.tp_pp_dp();
+    let (_, _, ddp) = dw.tp_pp_dp();
+    let total = concurrency.map_or(f64::from(p.decode.batch_size) * f64::from(ddp) * f64::from(p.decode_workers), f64::from);
+    let n = total / (f64::from(p.prefill_workers.max(1)) * f64::from(pdp.max(1)));
+    let t1 = pw.engine.prefill_latency_ms(1, p.isl, p.prefix)?;
+    let (c, key) = cal.lookup(pw.system_name(), pw.backend().as_str(), "disagg");
+    let figures = CalibratedFigures::new(&c, key, (row.f("ttft"), row.f("tpot")), t1, n, overruled);
+    Ok((row, figures))
+}
+
+/// A [`LatencyModel`] with the step-level part of a calibration group: prefill steps scaled by
+/// `ttft_scale`, decode and mixed iterations by `tpot_scale` plus `tpot_overhead_ms` per
+/// iteration. Queueing and per-request overheads are left to the simulator that drives it (it
+/// schedules the requests itself).
+#[derive(Debug, Clone)]
+pub struct CalibratedLatencyModel<M> {
+    inner: M,
+    correction: StepCorrection,
+}
+
+impl<M: LatencyModel> CalibratedLatencyModel<M> {
+    /// Wraps `inner` with the correction of `system/backend/mode` from `cal`.
+    pub fn new(inner: M, cal: &Calibration, system: &str, backend: &str, mode: &str) -> Self {
+        let (correction, _) = cal.lookup(system, backend, mode);
+        CalibratedLatencyModel { inner, correction }
+    }
+
+    /// Wraps `inner` with an explicit correction.
+    pub fn with_correction(inner: M, correction: StepCorrection) -> Self {
+        CalibratedLatencyModel { inner, correction }
+    }
+
+    /// The correction applied.
+    pub fn correction(&self) -> StepCorrection {
+        self.correction
+    }
+}
+
+impl<M: LatencyModel> LatencyModel for CalibratedLatencyModel<M> {
+    fn prefill_ms(&self, batch: u32, isl: u32, prefix: u32) -> Result<f64> {
+        Ok(self.correction.ttft_scale * self.inner.prefill_ms(batch, isl, prefix)?)
+    }
+
+    fn decode_ms(&self, batch: u32, isl: u32, osl: u32) -> Result<f64> {
+        let steps = f64::from(osl.saturating_sub(1));
+        let c = self.correction;
+        Ok(c.tpot_scale * self.inner.decode_ms(batch, isl, osl)? + c.tpot_overhead_ms * steps)
+    }
+
+    fn decode_step_ms(&self, requests: u32, isl: u32, osl: u32) -> Result<f64> {
+        if requests == 0 {
+            return Ok(0.0);
+        }
+        Ok(self.correction.tpot(self.inner.decode_step_ms(requests, isl, osl)?))
+    }
+
+    fn mixed_step_ms(&self, ctx_tokens: u32, gen_requests: u32, isl: u32, osl: u32, prefix: u32) -> Result<f64> {
+        Ok(self.correction.tpot(self.inner.mixed_step_ms(ctx_tokens, gen_requests, isl, osl, prefix)?))
+    }
+}
+
+/// Reads the constants of a request: `null` → error (the front ends pass the shipped file).
+pub fn from_request(value: Option<&Value>) -> Result<Calibration> {
+    let value = value.ok_or_else(|| {
+        AicError::value("calibrated estimate: the request carries no calibration constants")
+    })?;
+    let cal: Calibration = serde_json::from_value(value.clone())
+        .map_err(|e| AicError::value(format!("invalid calibration constants JSON: {e}")))?;
+    cal.check()?;
+    Ok(cal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = r#"{"version": 1, "provenance": "test", "groups": {
+        "h200_sxm/trtllm/agg": {"tpot_scale": 0.9, "tpot_overhead_ms": 1.5, "ttft_scale": 1.2,
+                                 "ttft_queue": 0.5, "ttft_overhead_ms": 20.0},
+        "*/trtllm/*": {"tpot_scale": 1.0, "tpot_overhead_ms": 1.0, "ttft_scale": 1.0,
+                       "ttft_queue": 0.0, "ttft_overhead_ms": 0.0}}}"#;
+
+    #[test]
+    fn worked_example_of_the_two_formulas() {
+        let cal = Calibration::from_json(DOC).unwrap();
+        let (c, key) = cal.lookup("h200_sxm", "trtllm", "agg");
+        assert_eq!(key, "h200_sxm/trtllm/agg");
+        // TPOT = 0.9 · 10 + 1.5
+        assert!((c.tpot(10.0) - 10.5).abs() < 1e-12);
+        // 9 requests together: 4 ahead on average; TTFT = 1.2 · 100 · (1 + 0.5 · 4) + 20 = 380
+        assert!((c.ttft(100.0, 9.0) - 380.0).abs() < 1e-9);
+        // one request: no queue
+        assert!((c.ttft(100.0, 1.0) - 140.0).abs() < 1e-9);
+        assert!((c.ttft(100.0, 0.25) - 140.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lookup_falls_back_to_pooled_groups_then_identity() {
+        let cal = Calibration::from_json(DOC).unwrap();
+        assert_eq!(cal.lookup("b200_sxm", "trtllm", "disagg").1, "*/trtllm/*");
+        let (c, key) = cal.lookup("b200_sxm", "vllm", "agg");
+        assert_eq!((c, key.as_str()), (StepCorrection::IDENTITY, ""));
+    }
+
+    #[test]
+    fn bad_constants_are_refused() {
+        let neg = DOC.replace("\"ttft_queue\": 0.5", "\"ttft_queue\": -0.5");
+        assert!(Calibration::from_json(&neg).is_err());
+        assert!(Calibration::from_json(&DOC.replace("\"version\": 1", "\"version\": 2")).is_err());
+        assert!(Calibration::from_json("{").is_err());
+        assert!(from_request(None).is_err());
+    }
+
+    struct Fixed;
+    impl LatencyModel for Fixed {
+        fn prefill_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+            Ok(100.0)
+        }
+        fn decode_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+            Ok(90.0)
+        }
+        fn decode_step_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+            Ok(10.0)
+        }
+        fn mixed_step_ms(&self, _: u32, _: u32, _: u32, _: u32, _: u32) -> Result<f64> {
+            Ok(20.0)
+        }
+    }
+
+    #[test]
+    fn latency_model_wrapper_applies_the_step_corrections() {
+        let cal = Calibration::from_json(DOC).unwrap();
+        let m = CalibratedLatencyModel::new(Fixed, &cal, "h200_sxm", "trtllm", "agg");
+        assert!((m.prefill_ms(1, 10, 0).unwrap() - 120.0).abs() < 1e-12);
+        assert!((m.decode_step_ms(4, 10, 10).unwrap() - 10.5).abs() < 1e-12);
+        assert_eq!(m.decode_step_ms(0, 10, 10).unwrap(), 0.0);
+        assert!((m.mixed_step_ms(8, 4, 10, 10, 0).unwrap() - 19.5).abs() < 1e-12);
+        // 9 decode steps: 0.9 · 90 + 9 · 1.5
+        assert!((m.decode_ms(4, 10, 10).unwrap() - 94.5).abs() < 1e-12);
+    }
+}

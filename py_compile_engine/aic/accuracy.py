@@ -1,0 +1,272 @@
+"""Accuracy against measured deployments: estimate every row of a silicon sample and score it.
+
+A *silicon sample* is a CSV of real serving runs in the ``calibration.csv`` layout (one
+deployment per row: model, system, backend, mode, isl / osl, parallelism, batch sizes, the
+measured TTFT and TPOT). :func:`row_request` maps a row to the arguments of
+:func:`aic.serving.estimate` exactly as the reference's own accuracy comparison does (see
+``data/silicon/README.md``); :func:`predict_rows` runs the estimates; :func:`score` computes the
+figures users ask for first — coverage, MdAPE, MAPE, share within 10 % / 20 %, bias — overall and
+by group.
+
+This module computes no latency: every number is the native serving estimate (parity mode) or
+the native calibrated serving estimate (``calibrated=True``, spec in ``ACCURACY.md``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+#: Model ids of the measured sample without a shipped config, mapped to a shipped one
+#: (``exact``: same architecture and dtype; ``approx``: nearest shipped checkpoint, the row's
+#: quant modes still passed).
+MODEL_ALIASES = {
+    "meta-llama/Llama-3.1-70B": ("exact", "meta-llama/Meta-Llama-3.1-70B"),
+    "meta-llama/Llama-3.1-8B-Instruct": ("exact", "meta-llama/Meta-Llama-3.1-8B"),
+    "zhipuai/GLM-5": ("exact", "zai-org/GLM-5"),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("approx", "meta-llama/Meta-Llama-3.1-8B"),
+    "nvidia/DeepSeek-R1-NVFP4": ("approx", "nvidia/DeepSeek-V3.1-NVFP4"),
+    "nvidia/Qwen3-32B-NVFP4": ("approx", "Qwen/Qwen3-32B"),
+}
+
+_SIZES = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+_ROLE_COUNTS = ("batch_size", "num_workers")
+
+
+def _int(text: str | None) -> int | None:
+    if text is None or str(text).strip() == "":
+        return None
+    return int(float(text))
+
+
+def load_rows(path: str | os.PathLike) -> list[dict]:
+    """The rows of a silicon-sample CSV, as dicts of strings."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def model_for(model_path: str) -> tuple[str, str]:
+    """``(shipped model id, alias label)``; the label is ``""`` when no alias applies."""
+    if model_path in MODEL_ALIASES:
+        kind, target = MODEL_ALIASES[model_path]
+        return target, f"{kind}:{target}"
+    return model_path, ""
+
+
+def family_of(model_path: str) -> str:
+    """The model family a row belongs to for leave-one-family-out validation: checkpoints of
+    one architecture lineage share it (DeepSeek V3 / R1 and their NVFP4 builds, Llama 3.1 8B /
+    70B, Qwen3 dense, ...)."""
+    name = model_path.lower()
+    for key, fam in (("deepseek", "deepseek"), ("llama", "llama"), ("gpt-oss", "gpt-oss"),
+                     ("minimax", "minimax"), ("qwen3.5", "qwen3.5"), ("qwen3-235b", "qwen3-moe"),
+                     ("qwen3", "qwen3"), ("kimi", "kimi"), ("glm", "glm")):
+        if key in name:
+            return fam
+    return name
+
+
+def row_request(row: dict, *, calibrated: bool = False) -> dict:
+    """The keyword arguments of :func:`aic.serving.estimate` for one row (model and system
+    included as ``model_path`` / ``system_name``). Raises ``ValueError`` for a disagg row
+    lacking a batch size or worker count (the reference counts such rows as not predicted).
+
+    ``calibrated=True``: a MoE width of 0 on a row means "not used" and is dropped (the
+    reference ignores MoE sizes of dense models). A disagg row without batch sizes / worker
+    counts stays unpredicted in both modes: guessing the worker counts (tried: one prefill and
+    one decode worker holding the recorded concurrency) gives TPOT errors near 100 %."""
+    if calibrated:
+        row = _completed(row)
+    model, _ = model_for(row["model_path"])
+    args: dict = {"model_path": model, "system_name": row["system"], "mode": row["mode"],
+                  "backend_name": row["backend"], "isl": int(row["isl"]), "osl": int(row["osl"])}
+    for key in ("gemm_quant_mode", "moe_quant_mode"):
+        if (row.get(key) or "").strip():
+            args[key] = row[key].strip()
+    if row["mode"] == "disagg":
+        for role in ("prefill", "decode"):
+            for key in _SIZES + _ROLE_COUNTS:
+                value = _int(row.get(f"{role}_{key}"))
+                if value is not None:
+                    args[f"{role}_{key}"] = value
+        for role in ("prefill", "decode"):
+            for key in _ROLE_COUNTS:
+                if f"{role}_{key}" not in args:
+                    raise ValueError(f"{role}_{key} is required for disagg mode.")
+    else:
+        for key in ("batch_size",) + _SIZES:
+            value = _int(row.get(key))
+            if value is not None:
+                args[key] = value
+    return args
+
+
+def recorded_concurrency(row: dict) -> int | None:
+    """The ``silicon_concurrency=N`` of the row's benchmark record, if any."""
+    m = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source") or "")
+    return int(m.group(1)) if m else None
+
+
+def _completed(row: dict) -> dict:
+    """The row with the calibrated mode's completions (see :func:`row_request`)."""
+    row = dict(row)
+    for prefix in ("", "prefill_", "decode_"):
+        for key in ("moe_tp_size", "moe_ep_size"):
+            if _int(row.get(prefix + key)) == 0:
+                row[prefix + key] = ""
+    return row
+
+
+def concurrency(row: dict) -> int | None:
+    """The measured concurrency of a row: the recorded ``silicon_concurrency``, else agg
+    ``batch_size x attention_dp``, disagg the decode ``batch_size x attention_dp x workers``."""
+    recorded = recorded_concurrency(row)
+    if recorded:
+        return recorded
+    if row["mode"] == "disagg":
+        b, dp, n = (_int(row.get(f"decode_{k}")) for k in ("batch_size", "attention_dp_size",
+                                                           "num_workers"))
+        if b is None or n is None:
+            return None
+        return b * (dp or 1) * n
+    b = _int(row.get("batch_size"))
+    return None if b is None else b * (_int(row.get("attention_dp_size")) or 1)
+
+
+@dataclass
+class Prediction:
+    """One row's estimate: ``ttft`` / ``tpot`` in ms, or the error that stopped it."""
+
+    id: str
+    ttft: float | None = None
+    tpot: float | None = None
+    error_class: str = ""
+    error_msg: str = ""
+    model_alias: str = ""
+    fallback: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def predicted(self) -> bool:
+        return self.ttft is not None and self.tpot is not None
+
+
+def _reference_class(exc: BaseException) -> str:
+    name = getattr(type(exc), "reference_class", None) or type(exc).__name__
+    if "PerfDataNotAvailable" in type(exc).__name__ or "perf database error" in str(exc):
+        return "PerfDataNotAvailableError"
+    return name
+
+
+def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
+                calibration=None) -> Prediction:
+    """Estimates one row (parity mode, or the calibrated mode with ``calibrated=True``)."""
+    from .serving import estimate
+
+    _, alias = model_for(row["model_path"])
+    pred = Prediction(id=row.get("id", ""), model_alias=alias)
+    try:
+        args = row_request(row, calibrated=calibrated)
+    except ValueError as exc:
+        pred.error_class, pred.error_msg = "ValueError", str(exc)
+        return pred
+    model = args.pop("model_path")
+    system = args.pop("system_name")
+    if calibrated:
+        args["calibrated"] = True
+        args["concurrency"] = concurrency(row)
+        if calibration is not None:
+            args["calibration"] = calibration
+    try:
+        out = estimate(model, system, systems_path=systems_path, **args)
+    except Exception as exc:  # noqa: BLE001 - every failure is a "not predicted" row
+        pred.error_class, pred.error_msg = _reference_class(exc), str(exc).splitlines()[0][:300]
+        return pred
+    result = out["result"]
+    pred.ttft, pred.tpot = float(result["ttft"]), float(result["tpot"])
+    pred.fallback = str(result.get("calibration", {}).get("fallback", "") or "")
+    pred.extra = result.get("calibration", {}) or {}
+    return pred
+
+
+def predict_rows(rows: Iterable[dict], *, calibrated: bool = False, systems_path=None,
+                 calibration=None,
+                 progress: Callable[[int], None] | None = None) -> list[Prediction]:
+    """Estimates every row; ``progress(i)`` is called after each one. ``calibration``: the
+    constants of the calibrated mode (dict or file; default the shipped ones)."""
+    out = []
+    for i, row in enumerate(rows, 1):
+        out.append(predict_row(row, calibrated=calibrated, systems_path=systems_path,
+                               calibration=calibration))
+        if progress is not None:
+            progress(i)
+    return out
+
+
+def _median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    if n == 0:
+        return math.nan
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
+    """Coverage, MdAPE, MAPE, within 10 % / 20 % and median bias (%) for TTFT and TPOT."""
+    out: dict = {"rows": len(rows), "predicted": sum(p.predicted for p in preds)}
+    out["coverage"] = out["predicted"] / len(rows) * 100.0 if rows else math.nan
+    for metric, col in (("ttft", "silicon_ttft_ms"), ("tpot", "silicon_tpot_ms")):
+        ape, bias = [], []
+        for row, p in zip(rows, preds):
+            if not p.predicted:
+                continue
+            meas = float(row[col])
+            value = getattr(p, metric)
+            if not meas > 0:
+                continue
+            rel = (value - meas) / meas * 100.0
+            ape.append(abs(rel))
+            bias.append(rel)
+        out[f"{metric}_mdape"] = _median(ape)
+        out[f"{metric}_mape"] = sum(ape) / len(ape) if ape else math.nan
+        out[f"{metric}_within10"] = (sum(a <= 10.0 for a in ape) / len(ape) * 100.0
+                                     if ape else math.nan)
+        out[f"{metric}_within20"] = (sum(a <= 20.0 for a in ape) / len(ape) * 100.0
+                                     if ape else math.nan)
+        out[f"{metric}_bias"] = _median(bias)
+    return out
+
+
+def score(rows: list[dict], preds: list[Prediction]) -> dict:
+    """:func:`metrics` overall plus ``by_group`` (system x backend x mode) and ``by_model``."""
+    out = metrics(rows, preds)
+    for name, key in (("by_group", lambda r: f"{r['system']} {r['backend']} {r['mode']}"),
+                      ("by_model", lambda r: r["model_path"])):
+        groups: dict = {}
+        for row, p in zip(rows, preds):
+            groups.setdefault(key(row), ([], []))
+            groups[key(row)][0].append(row)
+            groups[key(row)][1].append(p)
+        out[name] = {g: metrics(*groups[g]) for g in sorted(groups)}
+    return out
+
+
+PER_ROW_COLUMNS = ["id", "pred_ttft_ms", "pred_tpot_ms", "silicon_ttft_ms", "silicon_tpot_ms",
+                   "model_alias", "fallback", "error_class", "error_msg"]
+
+
+def write_per_row(path: str | os.PathLike, rows: list[dict], preds: list[Prediction]) -> None:
+    """One line per row: predictions (6 decimals, like the reference's file), measurements and
+    the error that stopped a row."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(PER_ROW_COLUMNS)
+        for row, p in zip(rows, preds):
+            w.writerow([p.id, "" if p.ttft is None else f"{p.ttft:.6f}",
+                        "" if p.tpot is None else f"{p.tpot:.6f}", row.get("silicon_ttft_ms", ""),
+                        row.get("silicon_tpot_ms", ""), p.model_alias, p.fallback, p.error_class,
+                        p.error_msg])

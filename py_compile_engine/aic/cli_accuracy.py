@@ -1,0 +1,115 @@
+"""``aic-compile accuracy``: how close the serving estimate is to measured deployments.
+
+Registered on the ``aic-compile`` group by :mod:`aic.cli` (one import line there). Estimates every
+row of a silicon sample (``calibration.csv`` layout, see ``data/silicon/README.md``) with
+:mod:`aic.accuracy` in parity mode or, with ``--calibrated``, in the calibrated mode, and prints
+coverage, MdAPE, MAPE, share within 10 % / 20 % and bias for TTFT and TPOT — overall, by
+system x backend x mode and by model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import click
+
+from .cli import CONTEXT_SETTINGS, main
+
+_HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
+         "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
+
+
+def _pct(value) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:.1f}"
+
+
+def _line(name: str, m: dict) -> list[str]:
+    cells = [name, str(m["rows"]), str(m["predicted"]), _pct(m["coverage"])]
+    for metric in ("ttft", "tpot"):
+        cells += [_pct(m[f"{metric}_{k}"]) for k in ("mdape", "mape", "within10", "within20",
+                                                     "bias")]
+    return cells
+
+
+def format_table(title: str, named: list[tuple[str, dict]]) -> list[str]:
+    """A fixed-width table of :func:`aic.accuracy.metrics` dicts, one line per name."""
+    head = [title] + _HEAD
+    lines = [_line(n, m) for n, m in named]
+    widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                              for i, (c, w) in enumerate(zip(r, widths)))
+    return [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in lines]
+
+
+class _Progress:
+    """A one-line progress bar on stderr: drawn on a terminal, or when the run is slow (after
+    5 s) so long runs in a log show they are alive."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.drawn = False
+        self.last = 0.0
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
+        if not (self.tty or elapsed > 5.0):
+            return
+        if done < self.total and now - self.last < (0.2 if self.tty else 10.0):
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / max(self.total, 1))
+        end = "\r" if self.tty else "\n"
+        sys.stderr.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} rows "
+                         f"{elapsed:.1f} s{end}")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn and self.tty:
+            sys.stderr.write("\n")
+
+
+@main.command("accuracy", context_settings=CONTEXT_SETTINGS)
+@click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Measured deployments, calibration.csv layout.")
+@click.option("--calibrated", is_flag=True,
+              help="The calibrated serving estimate (default: parity with the reference).")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Write the per-row predictions to this CSV.")
+@click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
+@click.pass_context
+def accuracy_cmd(ctx, rows_file, calibrated, out_file, as_json):
+    """Estimates every measured deployment of ROWS and reports how close the estimate is."""
+    from . import accuracy
+
+    rows = accuracy.load_rows(rows_file)
+    progress = _Progress(len(rows))
+    preds = accuracy.predict_rows(rows, calibrated=calibrated,
+                                  systems_path=ctx.obj.get("systems_path"), progress=progress)
+    progress.close()
+    if out_file:
+        accuracy.write_per_row(out_file, rows, preds)
+    figures = accuracy.score(rows, preds)
+    if as_json:
+        click.echo(json.dumps(figures, indent=2))
+        return
+    mode = "calibrated" if calibrated else "parity (reference model)"
+    click.echo(f"{rows_file}: {figures['predicted']} of {figures['rows']} rows predicted "
+               f"({figures['coverage']:.1f} %), {mode}")
+    click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, "
+               f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %")
+    click.echo("")
+    for line in format_table("overall", [("all", figures)]):
+        click.echo(line)
+    for key, title in (("by_group", "system backend mode"), ("by_model", "model")):
+        click.echo("")
+        for line in format_table(title, list(figures[key].items())):
+            click.echo(line)

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Writes ACCURACY.md and docs/accuracy.png: the serving estimate against measured deployments.
+
+Usage (from the repo root, with the aic extension built; matplotlib is needed for the plot only,
+it is an optional extra, not a dependency of aic):
+
+    python scripts/accuracy_report.py [--rows data/silicon/calibration.csv]
+
+Runs the parity mode, the reference's own predictions (data/silicon), the calibrated mode with the
+shipped constants (data/calibration/serving.json) and the leave-one-model-family-out
+cross-validation of scripts/fit_calibration.py, and renders the tables and the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "py_compile_engine"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import fit_calibration as fitmod  # noqa: E402
+from aic import accuracy  # noqa: E402
+from aic.serving import load_calibration  # noqa: E402
+
+
+def _pct(v) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+
+
+def _table(title: str, named: list[tuple[str, dict]]) -> list[str]:
+    head = (f"| {title} | rows | predicted | coverage % | TTFT MdAPE | TTFT MAPE | TTFT ≤10 % | "
+            f"TTFT ≤20 % | TTFT bias | TPOT MdAPE | TPOT MAPE | TPOT ≤10 % | TPOT ≤20 % | "
+            f"TPOT bias |")
+    out = [head, "|" + "---|" * 14]
+    for name, m in named:
+        cells = [name, str(m["rows"]), str(m["predicted"]), _pct(m["coverage"])]
+        for metric in ("ttft", "tpot"):
+            cells += [_pct(m[f"{metric}_{k}"]) for k in ("mdape", "mape", "within10",
+                                                         "within20", "bias")]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _reference_preds(rows: list[dict]) -> list:
+    with open(REPO / "data" / "silicon" / "reference_predictions_calibration.csv",
+              newline="", encoding="utf-8") as fh:
+        ref = {r["id"]: r for r in csv.DictReader(fh)}
+    out = []
+    for row in rows:
+        r = ref.get(row["id"])
+        if r and r["pred_ttft_ms"]:
+            out.append(accuracy.Prediction(row["id"], float(r["pred_ttft_ms"]),
+                                           float(r["pred_tpot_ms"])))
+        else:
+            out.append(accuracy.Prediction(row["id"]))
+    return out
+
+
+def _plot(path: Path, rows, parity, calibrated) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot", file=sys.stderr)
+        return False
+    fig, axes = plt.subplots(2, 2, figsize=(10, 9))
+    for col, (label, preds) in enumerate((("parity", parity), ("calibrated", calibrated))):
+        for line, (metric, key) in enumerate((("ttft", "silicon_ttft_ms"),
+                                              ("tpot", "silicon_tpot_ms"))):
+            ax = axes[line][col]
+            xs = [float(r[key]) for r, p in zip(rows, preds) if p.predicted]
+            ys = [getattr(p, metric) for p in preds if p.predicted]
+            ax.scatter(xs, ys, s=6, alpha=0.5)
+            lo = min(xs + ys) * 0.8
+            hi = max(xs + ys) * 1.25
+            ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+            for k in (0.8, 1.25):
+                ax.plot([lo, hi], [lo * k, hi * k], "k:", lw=0.6)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(f"measured {metric.upper()} (ms)")
+            ax.set_ylabel(f"predicted {metric.upper()} (ms)")
+            ax.set_title(f"{metric.upper()}, {label} ({len(xs)} rows)")
+            ax.grid(True, which="both", alpha=0.2)
+    fig.suptitle("aic serving estimate vs measured deployments (dotted: ±20 %)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return True
+
+
+MEANINGS = [
+    ("tpot_scale", "measured / table-priced decode iteration: the kernel tables were measured on "
+                   "other engine versions than the deployments, and an engine's real kernels run "
+                   "faster or slower than its table"),
+    ("tpot_overhead_ms", "host time per decode iteration that no kernel table holds: scheduler, "
+                         "sampling, detokenisation, launch gaps (ms)"),
+    ("ttft_scale", "measured / priced prefill of one request: table drift plus the slowdown of a "
+                   "prefill that shares its iterations with decodes"),
+    ("ttft_queue", "share of the co-arriving requests' prefill work a request waits behind: "
+                   "1 = all n requests of a rank arrive at once and are prefilled first-in "
+                   "first-out (mean wait (n-1)/2 prefills), 0 = no queueing; fitted within [0, 1], "
+                   "since more waiting than first-in first-out has no physical meaning"),
+    ("ttft_overhead_ms", "per-request latency outside GPU steps: HTTP, tokenisation, scheduling "
+                         "and, in disagg, the KV-cache transfer (ms)"),
+]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default=str(REPO / "data" / "silicon" / "calibration.csv"))
+    ap.add_argument("--md", default=str(REPO / "ACCURACY.md"))
+    ap.add_argument("--png", default=str(REPO / "docs" / "accuracy.png"))
+    args = ap.parse_args(argv)
+    rows = accuracy.load_rows(args.rows)
+    parity = accuracy.predict_rows(rows)
+    reference = _reference_preds(rows)
+    calibrated = accuracy.predict_rows(rows, calibrated=True)
+    fs = fitmod.features(rows)
+    cv_pairs = fitmod.cross_validate(fs)
+    cv = [accuracy.Prediction(r["id"], *(p if p else (None, None)))
+          for r, p in zip(rows, cv_pairs)]
+    s_par, s_ref = accuracy.score(rows, parity), accuracy.score(rows, reference)
+    s_cal, s_cv = accuracy.score(rows, calibrated), accuracy.score(rows, cv)
+    fallback = sum(p.fallback == "HYBRID" for p in calibrated)
+    overruled = sum(bool(p.extra.get("memory_overruled")) for p in calibrated)
+    completed = sum(1 for r in rows if r["mode"] == "disagg" and not r["prefill_batch_size"])
+    doc = load_calibration()
+    png_rel = os.path.relpath(args.png, Path(args.md).parent)
+    plotted = _plot(Path(args.png), rows, parity, calibrated)
+
+    md = ["# Accuracy against measured deployments", "",
+          "How close is the serving estimate to what a cluster measures? This file answers it on",
+          "the measured sample in `data/silicon/calibration.csv` (1,981 real serving runs on",
+          "h100_sxm / h200_sxm / b200_sxm with TensorRT-LLM, vLLM and SGLang, agg and disagg; one",
+          "half of the reference's `silicon_sample.csv`, the other half is held back to judge).",
+          "Generated by `scripts/accuracy_report.py`; reproduce any figure with",
+          "`aic-compile accuracy --rows data/silicon/calibration.csv [--calibrated]`.", "",
+          "## Headline", ""]
+    md += _table("estimate", [("reference 0.12.0 (its own predictions)", s_ref),
+                              ("aic parity (default)", s_par),
+                              ("aic calibrated, fitted on this half", s_cal),
+                              ("aic calibrated, leave-one-family-out CV", s_cv)])
+    md += ["", "APE = |pred − measured| / measured; MdAPE / MAPE = median / mean APE over the "
+           "predicted rows (%); ≤10 % / ≤20 % = share of predicted rows within; bias = median "
+           "signed relative error (%).", "",
+           f"Targets of issue 27 for the calibrated mode: coverage ≥ 85 %, TTFT MdAPE ≤ 20 %, "
+           f"TPOT MdAPE ≤ 8 %, also under cross-validation. Met here: coverage "
+           f"{'yes' if s_cal['coverage'] >= 85 else 'no'}, TTFT "
+           f"{'yes' if s_cal['ttft_mdape'] <= 20 and s_cv['ttft_mdape'] <= 20 else 'no'}, TPOT "
+           f"{'yes' if s_cal['tpot_mdape'] <= 8 and s_cv['tpot_mdape'] <= 8 else 'no'}.", ""]
+    if plotted:
+        md += [f"![predicted vs measured, log-log, parity and calibrated]({png_rel})", ""]
+    md += ["## Parity mode: the reference's answer, reproduced", "",
+           "Without `--calibrated` aic is the reference: on every row both predict (1,252), TTFT "
+           "and TPOT equal the reference's file to its 6 decimals (`tests/python/test_accuracy.py`)."
+           " The rows where they disagree on *whether* a row is predicted, by cause:", "",
+           "* 4 rows (DeepSeek-V3 disagg on h100_sxm, TRT-LLM, EP across nodes): the reference "
+           "refuses cross-node expert parallelism without DeepEP all-to-all tables; aic has no "
+           "such gate and prices the all-to-all from its NCCL tables.",
+           "* 3 rows of Qwen3-32B (dense) carrying `moe_tp_size` / `moe_ep_size` = 0: aic's "
+           "compile requires positive sizes (spec 30 §4) and refuses them; the reference's "
+           "serving path ignores MoE sizes of a dense model (1 of the 3 it predicts, 1 it reports "
+           "as OOM, 1 other row both refuse).",
+           "", "Other unpredicted rows (both tools): disagg rows whose record has no batch sizes / "
+           "worker counts (275), missing perf tables — MoE shapes, GEMM quant modes, DSA (385) — "
+           "the memory model's OOM verdict (44), head / width divisibility (19).", "",
+           "## Calibrated mode (`--calibrated`)", "",
+           "The parity computation stays; per `system/backend/mode` group (pooled `*/backend/mode`, "
+           "`*/backend/*`, `*/*/*` fits when a group has fewer than 30 rows) the native engine "
+           "applies (`crates/aic-core/src/serving/calibrated.rs`):", "",
+           "    TPOT = tpot_scale · TPOT_parity + tpot_overhead_ms",
+           "    TTFT = ttft_scale · T1 · (1 + ttft_queue · (n − 1) / 2) + ttft_overhead_ms", "",
+           "with `T1` the prefill of one request alone on the prefill worker and `n` the requests "
+           "arriving together at one prefill rank (measured concurrency per attention-DP rank in "
+           "agg; concurrency per prefill worker rank in disagg). What else the calibrated mode "
+           "does:", "",
+           f"* the memory model's verdict is reported, not raised ({overruled} rows of this sample "
+           "were measured running although the memory model says OOM / KV over budget);",
+           f"* a missing perf table falls back to the HYBRID estimate (table where measured, "
+           f"roofline-style estimate elsewhere): {fallback} rows;",
+           "* a MoE width of 0 on a dense model's row is dropped (3 rows).", "",
+           f"Still unpredicted: the disagg records without batch sizes / worker counts "
+           f"({completed} rows; guessing one prefill and one decode worker at the recorded "
+           f"concurrency was tried and gives TPOT errors near 100 %, so they stay out), GLM-5 "
+           f"(DSA: no context-DSA table and no HYBRID estimate for it yet), and rows whose sizes "
+           f"do not divide the model (heads, MoE width).", "",
+           "### The constants and what they mean", "",
+           "| constant | physical meaning |", "|---|---|"]
+    md += [f"| `{k}` | {v} |" for k, v in MEANINGS]
+    md += ["", "Fitted by `scripts/fit_calibration.py` (a deterministic grid search minimising "
+           "the median APE per group; scales are median ratios) on this half only and stored in "
+           "`data/calibration/serving.json` (checksummed in `data/SHA256SUMS.accuracy`; provenance in the "
+           "file and in `data/NOTICE`). Values:", "",
+           "| group | rows | tpot_scale | tpot_overhead_ms | ttft_scale | ttft_queue | "
+           "ttft_overhead_ms |", "|---|---|---|---|---|---|---|"]
+    for key, c in doc["groups"].items():
+        md.append(f"| `{key}` | {doc.get('rows_per_group', {}).get(key, '')} | "
+                  f"{c['tpot_scale']:.3f} | {c['tpot_overhead_ms']:.2f} | {c['ttft_scale']:.3f} | "
+                  f"{c['ttft_queue']:.2f} | {c['ttft_overhead_ms']:.0f} |")
+    md += ["", "### Cross-validation", "",
+           "Leave one model family out (DeepSeek V3 / R1, Llama 3.1, GPT-OSS, MiniMax, Qwen3 dense, "
+           "Qwen3 MoE, Qwen3.5, Kimi, GLM): the constants are refitted without the family and "
+           "scored on it alone; the table gives every family's rows scored that way.", ""]
+    md += _table("held-out family (model)", list(s_cv["by_model"].items()))
+    for title, key in (("system backend mode", "by_group"), ("model", "by_model")):
+        md += ["", f"## By {title}", "", "Calibrated (fitted on this half):", ""]
+        md += _table(title, list(s_cal[key].items()))
+        md += ["", "Parity:", ""]
+        md += _table(title, list(s_par[key].items()))
+    md += ["", "## Limits", "",
+           "* The per-row scatter that is left is mostly per model: MoE and DSA kernels priced "
+           "from tables of other versions or from HYBRID estimates; a group-level correction "
+           "cannot remove a model-specific error, and per-model constants would not be general "
+           "(they fail leave-one-family-out by construction).",
+           "* The queueing term assumes the benchmark's clients keep `n` requests in flight; "
+           "Poisson-arrival traffic queues differently.",
+           "* Only this half was used to fit; the held-back half is the honest test.", ""]
+    Path(args.md).write_text("\n".join(md), encoding="utf-8")
+    print(json.dumps({k: {m: round(v[m], 2) for m in ("coverage", "ttft_mdape", "tpot_mdape")}
+                      for k, v in (("reference", s_ref), ("parity", s_par),
+                                   ("calibrated", s_cal), ("cv", s_cv))}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Fits the constants of the calibrated serving estimate and writes data/calibration/serving.json.
+
+Usage (from the repo root, with the aic extension built):
+
+    python scripts/fit_calibration.py [--rows data/silicon/calibration.csv] [--out FILE] [--cv]
+
+1. Every row of the measured sample is estimated in calibrated mode with *identity* constants,
+   which yields, per row, the parity TTFT / TPOT, the one-request prefill ``T1`` and the
+   requests arriving together per prefill rank ``n`` (all computed by the native engine).
+2. Per group ``system/backend/mode`` (only groups with at least ``MIN_ROWS`` rows) and pooled per
+   ``*/backend/mode``, ``*/backend/*`` and ``*/*/*``, the five constants of
+   ``crates/aic-core/src/serving/calibrated.rs`` are chosen on a fixed grid to minimise the median
+   absolute percentage error (APE) of
+       TPOT = tpot_scale * TPOT_parity + tpot_overhead_ms
+       TTFT = ttft_scale * T1 * (1 + ttft_queue * (n - 1) / 2) + ttft_overhead_ms
+   (for each overhead / queue on the grid the scale is the median ratio, so the fit is a
+   deterministic, robust closed form; no optimiser, no random start).
+3. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
+   without one family and scored on it only.
+
+The same closed form is applied by the native engine; the script checks its own predictions
+against the native calibrated estimate for the final constants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "py_compile_engine"))
+
+from aic import accuracy  # noqa: E402
+
+MIN_ROWS = 30  # an exact system/backend/mode group needs this many rows
+MIN_POOLED_ROWS = 10  # a pooled */backend/... group needs this many (*/*/* always fitted)
+TPOT_OVERHEADS = [i * 0.25 for i in range(0, 41)]  # 0 .. 10 ms per iteration
+# 0 .. 1: ttft_queue is the share of the co-arriving prefills a request waits behind; 1 is
+# first-in first-out with all n arriving at once, the most queueing there can be (a value above
+# 1 has no physical meaning and only trades the scale against the queue on a small group).
+TTFT_QUEUES = [i * 0.05 for i in range(0, 21)]
+TTFT_OVERHEADS = [float(i) for i in range(0, 401, 20)]  # 0 .. 400 ms per request
+IDENTITY = {"version": 1, "provenance": "identity (feature extraction)", "groups": {}}
+FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
+
+
+def features(rows: list[dict], progress=None) -> list[dict]:
+    """Per predicted row: group parts, family, parity figures, T1, n and the measurements."""
+    preds = accuracy.predict_rows(rows, calibrated=True, calibration=IDENTITY, progress=progress)
+    out = []
+    for row, p in zip(rows, preds):
+        if not p.predicted:
+            out.append(None)
+            continue
+        c = p.extra
+        out.append({"system": row["system"], "backend": row["backend"], "mode": row["mode"],
+                    "family": accuracy.family_of(row["model_path"]),
+                    "parity_tpot": c["parity_tpot"], "t1": c["prefill_one_ms"],
+                    "n": c["requests_per_rank"], "ttft": float(row["silicon_ttft_ms"]),
+                    "tpot": float(row["silicon_tpot_ms"])})
+    return out
+
+
+def _median(values):
+    return statistics.median(values) if values else math.nan
+
+
+def tpot_model(c, f):
+    return c["tpot_scale"] * f["parity_tpot"] + c["tpot_overhead_ms"]
+
+
+def ttft_model(c, f):
+    waiting = (max(f["n"], 1.0) - 1.0) / 2.0
+    return c["ttft_scale"] * f["t1"] * (1.0 + c["ttft_queue"] * waiting) + c["ttft_overhead_ms"]
+
+
+def _fit_scale_offset(base: list[float], meas: list[float], offsets) -> tuple[float, float]:
+    """(scale, offset) minimising the median APE of ``scale * base + offset`` over the grid of
+    offsets, the scale being the median of ``(meas - offset) / base`` (kept positive)."""
+    best = None
+    for off in offsets:
+        ratios = [(m - off) / b for b, m in zip(base, meas) if b > 0]
+        scale = _median(ratios)
+        if not scale > 0:
+            continue
+        err = _median([abs(scale * b + off - m) / m for b, m in zip(base, meas)])
+        if best is None or err < best[0] - 1e-12:
+            best = (err, scale, off)
+    return (best[1], best[2]) if best else (1.0, 0.0)
+
+
+def fit_group(fs: list[dict]) -> dict:
+    """The five constants for one group of feature rows."""
+    tpot_scale, tpot_overhead = _fit_scale_offset([f["parity_tpot"] for f in fs],
+                                                  [f["tpot"] for f in fs], TPOT_OVERHEADS)
+    best = None
+    for q in TTFT_QUEUES:
+        base = [f["t1"] * (1.0 + q * (max(f["n"], 1.0) - 1.0) / 2.0) for f in fs]
+        scale, off = _fit_scale_offset(base, [f["ttft"] for f in fs], TTFT_OVERHEADS)
+        err = _median([abs(scale * b + off - f["ttft"]) / f["ttft"] for b, f in zip(base, fs)])
+        if best is None or err < best[0] - 1e-12:
+            best = (err, scale, q, off)
+    _, ttft_scale, queue, ttft_overhead = best
+    return {"tpot_scale": round(tpot_scale, 6), "tpot_overhead_ms": tpot_overhead,
+            "ttft_scale": round(ttft_scale, 6), "ttft_queue": round(queue, 2),
+            "ttft_overhead_ms": ttft_overhead, "rows": len(fs)}
+
+
+def fit(fs: list[dict]) -> dict:
+    """Constants for every group with enough rows and the pooled fallbacks."""
+    fs = [f for f in fs if f is not None]
+    buckets: dict = {}
+    for f in fs:
+        for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
+                    f"*/{f['backend']}/*", "*/*/*"):
+            buckets.setdefault(key, []).append(f)
+    return {key: fit_group(group) for key, group in sorted(buckets.items())
+            if len(group) >= (MIN_POOLED_ROWS if key.startswith("*/") else MIN_ROWS)
+            or key == "*/*/*"}
+
+
+def lookup(groups: dict, f: dict) -> dict:
+    """The group a row uses, in the native lookup order."""
+    for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
+                f"*/{f['backend']}/*", "*/*/*"):
+        if key in groups:
+            return groups[key]
+    return {"tpot_scale": 1.0, "tpot_overhead_ms": 0.0, "ttft_scale": 1.0, "ttft_queue": 0.0,
+            "ttft_overhead_ms": 0.0}
+
+
+def predict(groups: dict, f: dict) -> tuple[float, float]:
+    c = lookup(groups, f)
+    return ttft_model(c, f), tpot_model(c, f)
+
+
+def cross_validate(fs: list[dict]) -> list:
+    """Leave-one-model-family-out: per row, (ttft, tpot) predicted by constants fitted without
+    the row's family (``None`` for unpredicted rows)."""
+    families = sorted({f["family"] for f in fs if f is not None})
+    out: list = [None] * len(fs)
+    for fam in families:
+        groups = fit([f for f in fs if f is not None and f["family"] != fam])
+        for i, f in enumerate(fs):
+            if f is not None and f["family"] == fam:
+                out[i] = predict(groups, f)
+    return out
+
+
+def scored(rows: list[dict], pairs: list) -> dict:
+    preds = [accuracy.Prediction(r.get("id", ""), *(p if p else (None, None)))
+             for r, p in zip(rows, pairs)]
+    return accuracy.score(rows, preds)
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def document(groups: dict, rows_path: str, n_rows: int) -> dict:
+    rel = os.path.relpath(os.path.abspath(rows_path), REPO)
+    return {
+        "version": 1,
+        "provenance": (f"fitted by scripts/fit_calibration.py on {rel} ({n_rows} rows, sha256 "
+                       f"{_sha256(rows_path)}); grid search minimising the median APE per group; "
+                       f"groups with fewer than {MIN_ROWS} rows (pooled: {MIN_POOLED_ROWS}) use the "
+                       f"next pooled '*' fit; "
+                       f"see ACCURACY.md"),
+        "groups": {k: {f: v[f] for f in FIELDS} for k, v in groups.items()},
+        "rows_per_group": {k: v["rows"] for k, v in groups.items()},
+    }
+
+
+SUMS = REPO / "data" / "SHA256SUMS.accuracy"
+SUMMED = ("silicon/README.md", "silicon/calibration.csv",
+          "silicon/reference_predictions_calibration.csv", "calibration/serving.json")
+
+
+def write_sums() -> None:
+    """``data/SHA256SUMS.accuracy``: the checksums of the accuracy data (the sample and the
+    fitted constants), kept apart from ``data/SHA256SUMS``, which ``aic-compile data import``
+    regenerates from the imported trees only."""
+    lines = [f"{_sha256(REPO / 'data' / rel)}  {rel}\n" for rel in SUMMED]
+    SUMS.write_text("".join(lines), encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default=str(REPO / "data" / "silicon" / "calibration.csv"))
+    ap.add_argument("--out", default=str(REPO / "data" / "calibration" / "serving.json"))
+    ap.add_argument("--cv", action="store_true", help="also report leave-one-family-out CV")
+    args = ap.parse_args(argv)
+    rows = accuracy.load_rows(args.rows)
+    fs = features(rows)
+    groups = fit(fs)
+    doc = document(groups, args.rows, len(rows))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    if os.path.abspath(args.out) == str(REPO / "data" / "calibration" / "serving.json"):
+        write_sums()
+    insample = scored(rows, [predict(groups, f) if f else None for f in fs])
+    print(f"in-sample: coverage {insample['coverage']:.1f} %, TTFT MdAPE "
+          f"{insample['ttft_mdape']:.1f} %, TPOT MdAPE {insample['tpot_mdape']:.1f} %")
+    if args.cv:
+        cv = scored(rows, cross_validate(fs))
+        print(f"leave-one-family-out: TTFT MdAPE {cv['ttft_mdape']:.1f} %, TPOT MdAPE "
+              f"{cv['tpot_mdape']:.1f} %")
+    print(f"wrote {args.out} ({len(groups)} groups) at "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

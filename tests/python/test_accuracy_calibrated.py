@@ -1,0 +1,123 @@
+"""The calibrated serving estimate (ACCURACY.md): its closed form on native figures, the memory
+verdict reported instead of raised, the HYBRID fallback, the row completions of the accuracy
+mapping, the shipped constants (fitted by scripts/fit_calibration.py, reproducible) and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aic import accuracy
+from aic.cli import main
+from aic.serving import estimate, load_calibration
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = {r["id"]: r for r in accuracy.load_rows(REPO / "data" / "silicon" / "calibration.csv")}
+IDENTITY = {"version": 1, "groups": {}}
+CONSTANTS = {"version": 1, "groups": {"h100_sxm/trtllm/agg": {
+    "tpot_scale": 0.8, "tpot_overhead_ms": 2.0, "ttft_scale": 1.5, "ttft_queue": 0.5,
+    "ttft_overhead_ms": 30.0}}}
+AGG = dict(mode="agg", backend_name="trtllm", isl=1024, osl=256, batch_size=8, tp_size=1)
+
+
+def test_identity_constants_give_parity_tpot_and_one_request_prefill():
+    parity = estimate("Qwen/Qwen3-32B", "h100_sxm", **AGG)["result"]
+    out = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=IDENTITY, **AGG)
+    cal = out["result"]["calibration"]
+    assert cal["parity_tpot"] == parity["tpot"] and cal["parity_ttft"] == parity["ttft"]
+    assert out["result"]["tpot"] == pytest.approx(parity["tpot"], rel=1e-12)
+    assert out["result"]["ttft"] == pytest.approx(cal["prefill_one_ms"], rel=1e-12)
+    assert cal["requests_per_rank"] == 8 and cal["group"] == "" and cal["fallback"] == ""
+
+
+def test_worked_example_of_the_correction():
+    out = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=CONSTANTS,
+                   concurrency=16, **AGG)
+    cal = out["result"]["calibration"]
+    assert cal["group"] == "h100_sxm/trtllm/agg" and cal["requests_per_rank"] == 16
+    # TTFT = 1.5 · T1 · (1 + 0.5 · 15 / 2) + 30; TPOT = 0.8 · parity + 2
+    assert out["result"]["ttft"] == pytest.approx(1.5 * cal["prefill_one_ms"] * 4.75 + 30.0)
+    assert out["result"]["tpot"] == pytest.approx(0.8 * cal["parity_tpot"] + 2.0)
+    assert out["result"]["raw"]["tokens/s/user"] == pytest.approx(1000.0 / out["result"]["tpot"])
+
+
+def test_memory_verdict_is_reported_not_raised():
+    row = ROWS["qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_1024x512_c128_tp1_epnone_39"]
+    assert not accuracy.predict_row(row).predicted  # parity: OOM
+    p = accuracy.predict_row(row, calibrated=True)
+    assert p.predicted and p.extra["memory_overruled"] is True
+
+
+def test_missing_table_falls_back_to_hybrid():
+    row = ROWS["2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_ep8_929"]
+    assert accuracy.predict_row(row).error_class == "PerfDataNotAvailableError"
+    p = accuracy.predict_row(row, calibrated=True)
+    assert p.predicted and p.fallback == "HYBRID"
+
+
+def test_zero_moe_width_is_dropped_and_incomplete_disagg_stays_unpredicted():
+    row = ROWS["qwen3_32b_qwen3_32b_h100_sxm_trtllm_agg_4000x1000_c_tp1_epnone_2"]
+    assert "moe_ep_size" in accuracy.row_request(row)
+    assert "moe_ep_size" not in accuracy.row_request(row, calibrated=True)
+    assert accuracy.predict_row(row, calibrated=True).predicted
+    incomplete = next(r for r in ROWS.values()
+                      if r["mode"] == "disagg" and not r["prefill_batch_size"])
+    with pytest.raises(ValueError):
+        accuracy.row_request(incomplete, calibrated=True)
+
+
+def test_static_modes_are_not_calibrated():
+    with pytest.raises(ValueError, match="calibrated estimate covers"):
+        estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, **{**AGG, "mode": "static"})
+
+
+def test_bad_constants_are_refused():
+    bad = {"version": 1, "groups": {"*/*/*": {**CONSTANTS["groups"]["h100_sxm/trtllm/agg"],
+                                              "tpot_scale": -1.0}}}
+    with pytest.raises(ValueError, match="non-negative"):
+        estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=bad, **AGG)
+
+
+def test_shipped_constants_have_provenance_and_every_backend():
+    doc = load_calibration()
+    assert doc["version"] == 1 and "fit_calibration.py" in doc["provenance"]
+    for backend in ("trtllm", "vllm", "sglang"):
+        assert f"*/{backend}/*" in doc["groups"]
+    assert "*/*/*" in doc["groups"]
+
+
+def test_cli_estimate_calibrated():
+    res = CliRunner().invoke(main, ["estimate", "Qwen/Qwen3-32B", "--system", "h100_sxm",
+                                    "--backend", "trtllm", "--mode", "agg", "--isl", "1024",
+                                    "--osl", "256", "--batch", "8", "--calibrated",
+                                    "--concurrency", "8", "--json"])
+    assert res.exit_code == 0, res.output
+    assert "calibration" in json.loads(res.output)["result"]
+
+
+def test_shipped_constants_are_what_the_fit_script_produces():
+    """scripts/fit_calibration.py is the only source of data/calibration/serving.json."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fit_calibration",
+                                                  REPO / "scripts" / "fit_calibration.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    rows = list(ROWS.values())
+    groups = fit.fit(fit.features(rows))
+    doc = fit.document(groups, REPO / "data" / "silicon" / "calibration.csv", len(rows))
+    assert doc == load_calibration()
+
+
+def test_accuracy_data_matches_its_checksums():
+    import hashlib
+
+    data = REPO / "data"
+    lines = (data / "SHA256SUMS.accuracy").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        digest, rel = line.split("  ", 1)
+        assert hashlib.sha256((data / rel).read_bytes()).hexdigest() == digest, rel
