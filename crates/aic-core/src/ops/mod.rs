@@ -17,6 +17,8 @@ mod mhc;
 mod mla;
 mod moe;
 mod sol_split;
+mod msa;
+mod kda;
 
 use std::sync::Arc;
 
@@ -37,6 +39,8 @@ pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
 pub use mhc::{mhc_roofline, MhcEval};
 pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
 pub use sol_split::SolSplit;
+pub use kda::{kda_coordinates, kda_sol_ms, KdaEval};
+pub use msa::{msa_roofline, MsaEval, MsaRates, MSA_ARCH};
 
 /// Provenance of a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -231,6 +235,8 @@ pub enum CompiledOp {
     Mamba2(Mamba2Eval),
     Mhc(MhcEval),
     Dsv4(Dsv4Eval),
+    Msa(MsaEval),
+    Kda(KdaEval),
 }
 
 impl CompiledOp {
@@ -263,6 +269,9 @@ impl CompiledOp {
             Op::Mhc(o) => CompiledOp::Mhc(MhcEval::compile(o, db)),
             Op::Dsv4Context(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, true, db)),
             Op::Dsv4Generation(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, false, db)),
+            Op::MsaContext(o) => CompiledOp::Msa(MsaEval::compile(o, true, db)),
+            Op::MsaGeneration(o) => CompiledOp::Msa(MsaEval::compile(o, false, db)),
+            Op::Kda(o) => CompiledOp::Kda(KdaEval::compile(o, db)),
         }
     }
 
@@ -290,6 +299,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => &o.name,
             CompiledOp::Mhc(o) => &o.name,
             CompiledOp::Dsv4(o) => &o.name,
+            CompiledOp::Msa(o) => &o.name,
+            CompiledOp::Kda(o) => &o.name,
         }
     }
 
@@ -317,6 +328,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => o.eval(shape),
             CompiledOp::Mhc(o) => o.eval(shape),
             CompiledOp::Dsv4(o) => o.eval(shape),
+            CompiledOp::Msa(o) => o.eval(shape),
+            CompiledOp::Kda(o) => o.eval(shape),
         }
     }
 
@@ -348,6 +361,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => o.sol_split(shape),
             CompiledOp::Mhc(o) => o.sol_split(shape),
             CompiledOp::Dsv4(o) => o.sol_split(shape),
+            CompiledOp::Msa(o) => o.sol_split(shape),
+            CompiledOp::Kda(o) => o.sol_split(shape),
         }
     }
 }
