@@ -28,7 +28,8 @@ def _run(family: str) -> parity.Report:
 
 @pytest.mark.parametrize(
     "family",
-    ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving"],
+    ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving",
+     "sparse_linear"],
 )
 def test_family_agrees_with_reference(family):
     report = _run(family)
@@ -58,3 +59,4 @@ def test_cp_agrees_with_reference():
     assert len(compile_checks) == 1 and not compile_checks[0].passed
     assert "Context parallelism (cp_size=4) for model_family='DEEPSEEKV4' is not implemented" \
         in compile_checks[0].detail
+
