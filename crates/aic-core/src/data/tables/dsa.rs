@@ -242,7 +242,7 @@ impl DsaModuleTable {
             for (bucket, grid) in &slice.buckets {
                 let builder = builders.entry((f(key), *bucket)).or_insert_with(|| GridBuilder::new(depth));
                 for (coords, leaf) in grid.points() {
-                    builder.insert(coords.to_vec(), *leaf);
+                    builder.insert(coords, *leaf);
                 }
             }
         }
