@@ -131,7 +131,20 @@ def model_facts(model: ModelConfig) -> dict:
         "gdn": _gdn_facts(model),
         "layer_kv": _layer_kv(model),
         "dsv4": _dsv4_facts(model),
+        "kimik3": _kimik3_facts(model),
     }
+
+
+def _kimik3_facts(model: ModelConfig) -> dict | None:
+    """The KDA / MLA layer plan of a KIMIK3 model (its per-token KV and KDA state, spec 36 §7.2)."""
+    if model.family != "KIMIK3":
+        return None
+    from .families.kimik3 import parse
+
+    k = parse(model)
+    return {"kda_layers": k.n_kda, "mla_layers": k.n_mla, "kda_heads": k.kda_heads,
+            "kda_head_dim": k.kda_hd, "conv_kernel": k.conv, "kv_lora_rank": k.kv_lora,
+            "qk_rope_head_dim": k.qk_rope}
 
 
 def _dsv4_facts(model: ModelConfig) -> dict | None:

@@ -7,6 +7,7 @@ golden corpus is ``<repo>/goldens``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -98,3 +99,16 @@ def compile_args(case: dict) -> tuple[tuple, dict]:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@contextlib.contextmanager
+def family_not_built(label: str = "KIMIK3"):
+    """Every family the reference knows is built now; this takes one out of the builder table
+    for the duration, so the "known to the reference, not built by aic" path stays tested."""
+    from aic import families
+
+    saved = families._BUILDERS.pop(label)
+    try:
+        yield
+    finally:
+        families._BUILDERS[label] = saved

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from conftest import family_not_built
 
 from aic import AicEngine, compile_engine
 from aic import _aic
@@ -123,6 +124,12 @@ class Case:
         return self.exception.__name__
 
 
+def _unbuilt(label, run):
+    """``run()`` with ``label`` taken out of the builder table."""
+    with family_not_built(label):
+        return run()
+
+
 def _serving(**kwargs):
     from aic.serving import estimate
 
@@ -171,9 +178,10 @@ CASES = [
     Case("config-unknown-architecture", "config with `architectures: [\"FooForCausalLM\"]`",
          UnsupportedArchitectureError, "The model's architecture FooForCausalLM is not supported",
          lambda s: compile_engine(s.qwen3_8b(architectures=["FooForCausalLM"]), "h200_sxm", "vllm")),
-    Case("config-architecture-not-implemented", "shipped MiniMax-M3 config (an architecture aic does not build yet)",
-         UnsupportedArchitectureError, "MiniMaxM3ForCausalLM",
-         lambda s: compile_engine("MiniMaxAI/MiniMax-M3", "h200_sxm", "vllm", tp_size=4, moe_tp_size=4)),
+    Case("config-architecture-not-implemented", "shipped Kimi-K3 config with its family taken out of the builder table (every family the reference knows is built)",
+         UnsupportedArchitectureError, "KimiK3ForConditionalGeneration",
+         lambda s: _unbuilt("KIMIK3", lambda: compile_engine("moonshotai/Kimi-K3", "h200_sxm", "vllm",
+                                                              tp_size=4, moe_tp_size=4))),
     Case("config-dsa-key-missing", "GLM-5 config without `index_topk`", KeyError,
          "index_topk: the model config lacks this key",
          lambda s: compile_engine(s.config_dir({k: v for k, v in json.loads(

@@ -29,7 +29,7 @@ def _run(family: str) -> parity.Report:
 @pytest.mark.parametrize(
     "family",
     ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving",
-     "cp"],
+     "cp", "sparse_linear"],
 )
 def test_family_agrees_with_reference(family):
     report = _run(family)

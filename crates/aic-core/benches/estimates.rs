@@ -1,9 +1,9 @@
 //! Per-estimate cost of the engine on warm tables (issue 6): one decode step, one prefill, a
 //! decode step at the mid-trajectory position, a mixed step, a long decode and a static run,
 //! for a dense, a MoE, an MLA, a DSA (GLM-5-FP8, b200 trtllm), a Qwen3.5 (Gated-DeltaNet
-//! hybrid), a hybrid-attention (Llama-4 Scout), a Nemotron 3 Super (Mamba2 hybrid) and a
-//! DeepSeek-V4 (Flash-FP8, h200 sglang: mHC + CSA/HCA) engine. Arguments change on every call
-//! so no memo can hide the work. Run: `cargo bench -p aic-core --bench estimates`.
+//! hybrid), a hybrid-attention (Llama-4 Scout), a Nemotron 3 Super (Mamba2 hybrid), a
+//! DeepSeek-V4 (Flash-FP8, h200 sglang: mHC + CSA/HCA) and a MiniMax-M3 (h200 vllm: MSA)
+//! engine. Arguments change on every call so no memo can hide the work. Run: `cargo bench -p aic-core --bench estimates`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -101,6 +101,9 @@ fn estimates(c: &mut Criterion) {
     bench_engine(c, "nemotron3_super_120b_fp8_tp4_ep4", &mamba);
     let dsv4 = golden_engine("dsv4.json", "dsv4/DeepSeek-V4-Flash-FP8/h200_sxm/sglang/tp8-pp1-dp1-mtpx-ep8");
     bench_engine(c, "dsv4_flash_fp8_h200_sglang_tp8_ep8", &dsv4);
+    // MiniMax-M3 (spec 36): one MSA op per phase answered from the MSA module grids.
+    let msa = golden_engine("sparse_linear.json", "sparse_linear/MiniMax-M3/h200_sxm/vllm/tp8-pp1-dp1-mtp1-ep8");
+    bench_engine(c, "msa_minimax_m3_h200_vllm_tp8_ep8", &msa);
 }
 
 criterion_group! {

@@ -254,3 +254,11 @@ fn dsv4_goldens_match_reference() {
 fn cp_goldens_match_reference() {
     assert_family("cp.json", |_| true, 1100);
 }
+
+/// MiniMax-M3 and Kimi-K3 (spec 36): `MsaContext` / `MsaGeneration` from the MSA tables with the
+/// GLM-5 DSA transfer in HYBRID / EMPIRICAL; `Kda` kernels with routing, nearest shard and SOL
+/// fallback beside MLA and a latent MoE.
+#[test]
+fn sparse_linear_goldens_match_reference() {
+    assert_family("sparse_linear.json", |_| true, 500);
+}

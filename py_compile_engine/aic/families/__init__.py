@@ -7,7 +7,7 @@ LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE
 DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
 GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31,
 ``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``), DEEPSEEKV4
-(spec 34, ``deepseekv4``). A module may
+(spec 34, ``deepseekv4``), MINIMAXM3 and KIMIK3 (spec 36, ``minimaxm3``, ``kimik3``). A module may
 also expose ``parse(model)``: the config checks the reference runs while it builds the model
 object, before any parallelism check (spec 35 §4).
 """
@@ -102,6 +102,8 @@ _BUILDERS: dict[str, str] = {
     "NEMOTRONH": "nemotronh",
     "NEMOTRONNAS": "nemotronnas",
     "DEEPSEEKV4": "deepseekv4",
+    "MINIMAXM3": "minimaxm3",
+    "KIMIK3": "kimik3",
 }
 
 

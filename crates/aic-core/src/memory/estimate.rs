@@ -264,7 +264,7 @@ fn native_build(
     if crate::data::versions::version_names(&system.data_dir, spec.engine.backend.as_str()).is_empty() {
         return Err(AicError::value("'NoneType' object has no attribute 'system_spec'"));
     }
-    let kv_model = KvCacheModel::for_model(facts, spec_kv_quant(spec)?, spec.engine.tp_size)?;
+    let kv_model = KvCacheModel::for_engine(facts, spec_kv_quant(spec)?, &spec.engine)?;
     let params = MemoryUsageParams {
         batch_size: request.max_batch_size,
         num_tokens: request.max_num_tokens,

@@ -160,6 +160,51 @@ pub struct LayerKvSplit {
     pub global_head_dim: u64,
 }
 
+/// The hybrid layer plan of a Kimi-K3 model (spec 36 §7.2): MLA layers hold a latent KV per
+/// token, KDA layers a constant recurrent state per request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KimiK3Facts {
+    /// KDA (linear-attention) layers.
+    pub kda_layers: u64,
+    /// MLA (full-attention) layers.
+    pub mla_layers: u64,
+    /// `linear_attn_config.num_heads` (unsharded).
+    pub kda_heads: u64,
+    /// `linear_attn_config.head_dim`.
+    pub kda_head_dim: u64,
+    /// `linear_attn_config.short_conv_kernel_size`.
+    pub conv_kernel: u64,
+    /// `kv_lora_rank`.
+    pub kv_lora_rank: u64,
+    /// `qk_rope_head_dim`.
+    pub qk_rope_head_dim: u64,
+}
+
+impl KimiK3Facts {
+    /// KV elements per token of the MLA layers (not sharded by tp).
+    pub fn token_elements(&self) -> u64 {
+        self.mla_layers * (self.kv_lora_rank + self.qk_rope_head_dim)
+    }
+
+    /// Bytes of one request's KDA state at attention TP `tp`, whatever the KV dtype:
+    /// `n_kda · (hl·hd²·4 + (conv − 1)·3·hl·hd·2) · 5` with `hl = max(1, heads // tp)`.
+    pub fn state_bytes(&self, tp: u64) -> u64 {
+        let hl = (self.kda_heads / tp.max(1)).max(1);
+        let hd = self.kda_head_dim;
+        self.kda_layers * (hl * hd * hd * 4 + self.conv_kernel.saturating_sub(1) * 3 * hl * hd * 2) * 5
+    }
+
+    /// KV elements per token the DSPARK draft adds when speculating (`nextn > 0`): vLLM's MLA
+    /// draft `5·(512 + 64)`, other backends' GQA draft `5·2·max(1, 16 // tp)·64`.
+    pub fn draft_elements(vllm: bool, tp: u64) -> u64 {
+        if vllm {
+            5 * (512 + 64)
+        } else {
+            5 * 2 * (16 / tp.max(1)).max(1) * 64
+        }
+    }
+}
+
 /// The compressed-attention layout of a DeepSeek-V4 model (spec 34 §7), for its KV bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dsv4Facts {
@@ -248,6 +293,9 @@ pub struct ModelFacts {
     /// Compressed-attention layout (family `DEEPSEEKV4` only).
     #[serde(default)]
     pub dsv4: Option<Dsv4Facts>,
+    /// KDA / MLA layer plan (family `KIMIK3` only).
+    #[serde(default)]
+    pub kimik3: Option<KimiK3Facts>,
 }
 
 /// First positive integer among `keys` of a JSON object.
@@ -340,6 +388,7 @@ impl ModelFacts {
         let dsv4 = if family == ModelFamily::DeepseekV4 { Dsv4Facts::from_config(config, layers) } else { None };
         Ok(ModelFacts {
             dsv4,
+            kimik3: None,
             architecture: config
                 .get("architectures")
                 .and_then(Value::as_array)

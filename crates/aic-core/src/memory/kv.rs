@@ -133,10 +133,19 @@ impl KvCacheModel {
                     mu: m,
                 })
             }
-            ModelFamily::KimiK3 => Err(AicError::value(format!(
-                "KV-cache model for family {} is not implemented",
-                facts.family
-            ))),
+            ModelFamily::KimiK3 => {
+                let k = facts.kimik3.as_ref().ok_or_else(|| {
+                    AicError::value(
+                        "KV-cache model for family KIMIK3 needs the KDA/MLA layer plan (`kimik3`: layer \
+                         counts, KDA heads and MLA latent dims); build the facts with the Python front \
+                         end (aic.memory.model_facts)",
+                    )
+                })?;
+                Ok(KvCacheModel::LinearPlusState {
+                    per_token: m * k.token_elements() as f64,
+                    state: k.state_bytes(tp) as f64,
+                })
+            }
             _ if facts.architecture == "GptOssForCausalLM" => {
                 let window_layers = facts.num_layers / 2;
                 Ok(KvCacheModel::GptOss {
@@ -149,6 +158,20 @@ impl KvCacheModel {
             _ => Ok(KvCacheModel::Linear {
                 per_token: m * layers * 2.0 * kv_heads_per_rank * facts.head_dim as f64,
             }),
+        }
+    }
+
+    /// The family's rule for a compiled deployment: [`KvCacheModel::for_model`] plus what the
+    /// deployment adds, Kimi-K3's DSPARK draft KV when it speculates (spec 36 §7.2).
+    pub fn for_engine(facts: &ModelFacts, kv: KvQuant, engine: &crate::spec::EngineConfig) -> Result<KvCacheModel> {
+        let model = Self::for_model(facts, kv, engine.tp_size)?;
+        match (model, facts.kimik3.as_ref()) {
+            (KvCacheModel::LinearPlusState { per_token, state }, Some(_)) if facts.family == ModelFamily::KimiK3 && engine.nextn() > 0 => {
+                let vllm = engine.backend == crate::spec::Backend::Vllm;
+                let draft = super::facts::KimiK3Facts::draft_elements(vllm, u64::from(engine.tp_size.max(1)));
+                Ok(KvCacheModel::LinearPlusState { per_token: per_token + kv.bytes_per_elem() * draft as f64, state })
+            }
+            (model, _) => Ok(model),
         }
     }
 
@@ -333,6 +356,7 @@ pub(crate) mod tests {
             gdn: None,
             layer_kv: None,
             dsv4: None,
+            kimik3: None,
         }
     }
 
@@ -571,5 +595,31 @@ pub(crate) mod tests {
         assert_eq!(f.tokens_from_bytes(1e6), 0);
         assert_eq!(p.tokens_from_bytes(1e9), 220191);
         assert_eq!(p.tokens_from_bytes(5e10), 11246295);
+    }
+
+    /// Spec 36 §7.2: Kimi-K3 at tp 8 — 69 KDA layers of 12-head state, 24 MLA layers of latent KV.
+    #[test]
+    fn kimi_k3_state_and_tokens() {
+        use super::super::facts::KimiK3Facts;
+        let k = KimiK3Facts {
+            kda_layers: 69,
+            mla_layers: 24,
+            kda_heads: 96,
+            kda_head_dim: 128,
+            conv_kernel: 4,
+            kv_lora_rank: 512,
+            qk_rope_head_dim: 64,
+        };
+        assert_eq!(k.state_bytes(8), 280857600);
+        assert_eq!(k.token_elements(), 13824);
+        assert_eq!(KimiK3Facts::draft_elements(true, 8), 2880);
+        assert_eq!(KimiK3Facts::draft_elements(false, 8), 1280);
+        let mut f = gqa("KimiK3ForConditionalGeneration", ModelFamily::KimiK3, 93, 96, 96, 74);
+        assert!(KvCacheModel::for_model(&f, KvQuant::Bfloat16, 8).is_err(), "needs the layer plan");
+        f.kimik3 = Some(k);
+        let m = KvCacheModel::for_model(&f, KvQuant::Bfloat16, 8).unwrap();
+        assert_eq!(m.bytes_per_token(), 280885248.0);
+        // h200 vllm tp 8, pp 2, nextn 0: floor((budget − state) / 27648).
+        assert_eq!(m.tokens_from_bytes(34262096281.0), 1229066);
     }
 }

@@ -21,7 +21,7 @@ pub use estimate::{
     KvCacheRequest, MemoryBreakdown, MemoryFraction, ToleranceAdjusted,
     DEFAULT_NAIVE_KV_RESERVATION,
 };
-pub use facts::{Dsv4Facts, GdnFacts, LayerKvSplit, ModelFacts, ModelFamily, SlidingWindowSplit};
+pub use facts::{Dsv4Facts, GdnFacts, KimiK3Facts, LayerKvSplit, ModelFacts, ModelFamily, SlidingWindowSplit};
 pub use kv::{tokens_from_bytes_linear, tokens_from_bytes_search, KvCacheModel};
 pub use naive::estimate_kv_cache_naive;
 pub use usage::{memory_usage, MemoryUsage, MemoryUsageParams, MtpScaling, GIB};

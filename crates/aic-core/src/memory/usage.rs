@@ -125,6 +125,7 @@ pub(crate) fn spec_kv_quant(spec: &EngineSpec) -> Result<KvQuant> {
             Op::MlaModuleContext(o) | Op::MlaModuleGeneration(o) => Some(o.kv_cache_dtype),
             Op::DsaContext(o) | Op::DsaGeneration(o) => Some(o.kv_cache_dtype),
             Op::Dsv4Context(o) | Op::Dsv4Generation(o) => Some(o.kv_cache_dtype),
+            Op::MsaContext(o) | Op::MsaGeneration(o) => Some(o.kv_cache_dtype),
             Op::Fallback(o) => op_kv(&o.primary).or_else(|| o.fallback.iter().find_map(op_kv)),
             Op::Overlap(o) => o.group_a.iter().chain(&o.group_b).find_map(op_kv),
             _ => None,
@@ -227,7 +228,7 @@ pub fn memory_usage(
     let t = engine.tp_size.min(8);
     let weights = model_weight_bytes(spec) / GIB * GIB;
     let activations = activation_bytes(spec, facts, params, t)? / GIB * GIB;
-    let kv_model = KvCacheModel::for_model(facts, spec_kv_quant(spec)?, engine.tp_size)?;
+    let kv_model = KvCacheModel::for_engine(facts, spec_kv_quant(spec)?, engine)?;
     let seq = params
         .max_seq_len
         .unwrap_or(params.isl + params.beam_width * params.osl);

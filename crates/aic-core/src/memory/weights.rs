@@ -109,7 +109,10 @@ pub fn op_weight_bytes(op: &Op) -> f64 {
         | Op::MlaModuleContext(_)
         | Op::MlaModuleGeneration(_)
         | Op::Gdn(_)
-        | Op::Mamba2(_) => 0.0,
+        | Op::Mamba2(_)
+        | Op::MsaContext(_)
+        | Op::MsaGeneration(_)
+        | Op::Kda(_) => 0.0,
     }
 }
 

@@ -18,6 +18,8 @@ mod mla;
 mod moe;
 mod sol_split;
 pub mod util_levels;
+mod msa;
+mod kda;
 
 use std::sync::Arc;
 
@@ -38,6 +40,8 @@ pub use mla::{ContextMlaEval, GenerationMlaEval, MlaBmmEval, MlaModuleEval};
 pub use mhc::{mhc_roofline, MhcEval};
 pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
 pub use sol_split::SolSplit;
+pub use kda::{kda_coordinates, kda_sol_ms, KdaEval};
+pub use msa::{msa_roofline, MsaEval, MsaRates, MSA_ARCH};
 
 /// Provenance of a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -232,6 +236,8 @@ pub enum CompiledOp {
     Mamba2(Mamba2Eval),
     Mhc(MhcEval),
     Dsv4(Dsv4Eval),
+    Msa(MsaEval),
+    Kda(KdaEval),
 }
 
 impl CompiledOp {
@@ -264,6 +270,9 @@ impl CompiledOp {
             Op::Mhc(o) => CompiledOp::Mhc(MhcEval::compile(o, db)),
             Op::Dsv4Context(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, true, db)),
             Op::Dsv4Generation(o) => CompiledOp::Dsv4(Dsv4Eval::compile(o, false, db)),
+            Op::MsaContext(o) => CompiledOp::Msa(MsaEval::compile(o, true, db)),
+            Op::MsaGeneration(o) => CompiledOp::Msa(MsaEval::compile(o, false, db)),
+            Op::Kda(o) => CompiledOp::Kda(KdaEval::compile(o, db)),
         }
     }
 
@@ -291,6 +300,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => &o.name,
             CompiledOp::Mhc(o) => &o.name,
             CompiledOp::Dsv4(o) => &o.name,
+            CompiledOp::Msa(o) => &o.name,
+            CompiledOp::Kda(o) => &o.name,
         }
     }
 
@@ -318,6 +329,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => o.eval(shape),
             CompiledOp::Mhc(o) => o.eval(shape),
             CompiledOp::Dsv4(o) => o.eval(shape),
+            CompiledOp::Msa(o) => o.eval(shape),
+            CompiledOp::Kda(o) => o.eval(shape),
         }
     }
 
@@ -349,6 +362,8 @@ impl CompiledOp {
             CompiledOp::Mamba2(o) => o.sol_split(shape),
             CompiledOp::Mhc(o) => o.sol_split(shape),
             CompiledOp::Dsv4(o) => o.sol_split(shape),
+            CompiledOp::Msa(o) => o.sol_split(shape),
+            CompiledOp::Kda(o) => o.sol_split(shape),
         }
     }
 }

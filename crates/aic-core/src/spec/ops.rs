@@ -442,6 +442,56 @@ impl Dsv4Op {
     }
 }
 
+/// A MiniMax sparse-attention block (`MsaContext` / `MsaGeneration`, spec 36 §5.1): projections,
+/// block indexer and top-k block-sparse attention as one op, priced from the MSA module tables or,
+/// on a miss, by transferring the utilisation of a DSA architecture (`dsa_architecture`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MsaOp {
+    pub name: String,
+    pub scale_factor: f64,
+    /// Per-rank query heads.
+    pub num_heads: u32,
+    /// Per-rank KV heads.
+    pub num_kv_heads: u32,
+    pub hidden_size: u32,
+    pub head_dim: u32,
+    pub v_head_dim: u32,
+    pub index_n_heads: u32,
+    pub index_head_dim: u32,
+    /// Top-k blocks × block size (tokens attended per query).
+    pub index_topk: u32,
+    pub block_size: u32,
+    pub kv_cache_dtype: KvQuant,
+    pub fmha_quant_mode: FmhaQuant,
+    pub gemm_quant_mode: GemmQuant,
+    /// The DSA architecture whose utilisation the cross-op transfer borrows.
+    pub dsa_architecture: String,
+    /// Divisor of the transferred DSA utilisation.
+    pub dsa_scale_k: f64,
+}
+
+/// One Kimi delta attention (KDA) kernel (`Kda`, spec 36 §6.1): short conv, chunked scan,
+/// recurrent decode or speculative verify, priced from the `kda_perf` table (exact or nearest
+/// head shard) or its memory-bound SOL. Head counts are the per-TP shard's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KdaOp {
+    pub name: String,
+    pub scale_factor: f64,
+    /// Kernel name as the table spells it (e.g. `flashkda_fwd`).
+    pub kernel_source: String,
+    /// `context`, `generation` or `verify`.
+    pub phase: String,
+    pub d_model: u32,
+    pub d_conv: u32,
+    pub num_k_heads: u32,
+    pub head_k_dim: u32,
+    pub num_v_heads: u32,
+    pub head_v_dim: u32,
+    /// Tokens verified per request (`nextn + 1`) on verify ops, else 0.
+    #[serde(default)]
+    pub draft_tokens: i64,
+}
+
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "OverlapOpWire")]
@@ -568,6 +618,9 @@ pub enum Op {
     Mhc(MhcOp),
     Dsv4Context(Dsv4Op),
     Dsv4Generation(Dsv4Op),
+    MsaContext(MsaOp),
+    MsaGeneration(MsaOp),
+    Kda(KdaOp),
 }
 
 impl Op {
@@ -620,6 +673,10 @@ impl Op {
             Op::Mamba2(o) => scale(o.scale_factor),
             Op::Mhc(o) => scale(o.scale_factor),
             Op::Dsv4Context(o) | Op::Dsv4Generation(o) => scale(o.scale_factor),
+            Op::MsaContext(o) | Op::MsaGeneration(o) => {
+                vec![("scale_factor", o.scale_factor), ("dsa_scale_k", o.dsa_scale_k)]
+            }
+            Op::Kda(o) => scale(o.scale_factor),
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
@@ -649,6 +706,8 @@ impl Op {
             Op::Mamba2(o) => &o.name,
             Op::Mhc(o) => &o.name,
             Op::Dsv4Context(o) | Op::Dsv4Generation(o) => &o.name,
+            Op::MsaContext(o) | Op::MsaGeneration(o) => &o.name,
+            Op::Kda(o) => &o.name,
         }
     }
 }

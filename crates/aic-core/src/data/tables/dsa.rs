@@ -152,6 +152,12 @@ impl DsaModuleTable {
     pub fn load(resolver: &SourceResolver, context: bool, part: DsaPart) -> Result<Self> {
         let basename =
             if context { "dsa_context_module_perf.parquet" } else { "dsa_generation_module_perf.parquet" };
+        Self::load_file(resolver, basename, context, part)
+    }
+
+    /// Loads any module table of the sparse-family schema (`basename`, e.g. the MSA module
+    /// tables of spec 36 §5.3) under the same rules as [`DsaModuleTable::load`].
+    pub fn load_file(resolver: &SourceResolver, basename: &str, context: bool, part: DsaPart) -> Result<Self> {
         let sources = resolver.sources(basename);
         let tables: SourceTables = read_sources(
             &sources,
@@ -221,6 +227,30 @@ impl DsaModuleTable {
     /// The files this table was merged from, with the rows each contributed.
     pub fn sources(&self) -> &[SourceRows] {
         &self.sources
+    }
+
+    /// The table with every key mapped through `f`, merging the slices that map to one key:
+    /// buckets and coordinates are united and, where two merged keys hold one coordinate, the
+    /// key later in sorted key order wins (spec 36 §5.3 step 2, the MSA generation blanking).
+    pub fn merge_keys(self, f: impl Fn(&DsaKey) -> DsaKey) -> Self {
+        let mut keys: Vec<DsaKey> = self.slices.keys().cloned().collect();
+        keys.sort();
+        let depth = self.slices.values().flat_map(|s| s.buckets.values()).map(Grid::depth).next().unwrap_or(0);
+        let mut builders: HashMap<(DsaKey, DsaBucket), GridBuilder> = HashMap::new();
+        for key in keys.iter().rev() {
+            let slice = &self.slices[key];
+            for (bucket, grid) in &slice.buckets {
+                let builder = builders.entry((f(key), *bucket)).or_insert_with(|| GridBuilder::new(depth));
+                for (coords, leaf) in grid.points() {
+                    builder.insert(coords, *leaf);
+                }
+            }
+        }
+        let mut slices: HashMap<DsaKey, DsaSlice> = HashMap::new();
+        for ((key, bucket), builder) in builders {
+            slices.entry(key).or_insert_with(|| DsaSlice { buckets: BTreeMap::new() }).buckets.insert(bucket, builder.build(None));
+        }
+        DsaModuleTable { slices, sources: self.sources }
     }
 }
 

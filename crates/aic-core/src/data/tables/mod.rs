@@ -14,6 +14,8 @@ mod moe;
 mod quantize;
 mod views;
 mod attributes;
+mod msa;
+mod kda;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
@@ -35,6 +37,8 @@ pub use views::{
     open_for_viewing, AxisExtent, DatabaseCoverage, KeyValue, KeyValues, SliceView, TableCoverage, TableId, TableView,
     COVERAGE_SCHEMA,
 };
+pub use kda::{KdaKey, KdaTable, KDA_TABLE};
+pub use msa::{msa_generation_key, MsaTables, MSA_CONTEXT_TABLE, MSA_GENERATION_TABLE};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +75,8 @@ pub struct PerfDatabase {
     gdn: OnceLock<Result<Arc<GdnTable>>>,
     mamba2: OnceLock<Result<Arc<Mamba2Table>>>,
     dsv4: Dsv4Tables,
+    msa: MsaTables,
+    kda: OnceLock<Result<Arc<KdaTable>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -146,6 +152,8 @@ impl PerfDatabase {
             gdn: OnceLock::new(),
             mamba2: OnceLock::new(),
             dsv4: Dsv4Tables::default(),
+            msa: MsaTables::default(),
+            kda: OnceLock::new(),
         });
         let mut reg = registry().lock().map_err(|_| poisoned())?;
         Ok(reg.entry(id).or_insert(db).clone())
@@ -250,6 +258,16 @@ impl PerfDatabase {
     /// The DeepSeek-V4 tables (spec 34), loaded on first use.
     pub fn dsv4(&self) -> &Dsv4Tables {
         &self.dsv4
+    }
+
+    /// The MiniMax sparse-attention tables (spec 36 §5.3), loaded on first use.
+    pub fn msa(&self) -> &MsaTables {
+        &self.msa
+    }
+
+    /// The Kimi delta attention table (spec 36 §6.3), loaded on first use.
+    pub fn kda(&self) -> Result<&Arc<KdaTable>> {
+        self.kda.get_or_init(|| KdaTable::load(&self.resolver).map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// `systems/data/<system>/<backend>/<version>`, as error messages name the data.
