@@ -81,6 +81,12 @@ impl Op {
     /// Checks the op and every member of a composite at location `at` (`context_ops[3]`):
     /// real-valued fields finite and `>= 0`, size fields `>= 1`.
     pub fn validate_at(&self, at: &str) -> Result<()> {
+        self.validate_in(at, false)
+    }
+
+    /// [`Op::validate_at`]; with `cp_zero` (a spec whose engine has `cp_size` 0) the fields
+    /// that encode context parallelism ([`CP_ZERO_FIELDS`]) may be 0 too.
+    fn validate_in(&self, at: &str, cp_zero: bool) -> Result<()> {
         let fail = |what: String| {
             AicError::config(format!(
                 "{at} ({} \"{}\"): {what}; recompile the spec with `aic-compile compile`",
@@ -94,33 +100,43 @@ impl Op {
             }
         }
         for (field, value) in self.size_fields() {
-            if value < 1 {
+            if value < 1 && !(cp_zero && CP_ZERO_FIELDS.contains(&field)) {
                 return Err(fail(format!("{field} must be at least 1, got {value}")));
             }
         }
         match self {
             Op::Overlap(o) => {
-                validate_ops(&format!("{at}.group_a"), &o.group_a)?;
-                validate_ops(&format!("{at}.group_b"), &o.group_b)
+                validate_list(&format!("{at}.group_a"), &o.group_a, cp_zero)?;
+                validate_list(&format!("{at}.group_b"), &o.group_b, cp_zero)
             }
             Op::Fallback(o) => {
-                o.primary.validate_at(&format!("{at}.primary"))?;
-                validate_ops(&format!("{at}.fallback"), &o.fallback)
+                o.primary.validate_in(&format!("{at}.primary"), cp_zero)?;
+                validate_list(&format!("{at}.fallback"), &o.fallback, cp_zero)
             }
             _ => Ok(()),
         }
     }
 }
 
+/// Size fields that the reference writes as 0 when a dense model is compiled with
+/// `cp_size=0` (spec 43 §2: it prices them like 1). They may be 0 only in a spec whose engine
+/// has `cp_size` 0; anywhere else a 0 is an error like any other size.
+pub const CP_ZERO_FIELDS: [&str; 3] = ["seq_split", "cp_size", "attn_cp_size"];
+
 /// Validates an op list whose location is `list` (`context_ops`, `ops`): op `i` is reported
 /// as `list[i]`.
 pub fn validate_ops(list: &str, ops: &[Op]) -> Result<()> {
-    ops.iter().enumerate().try_for_each(|(i, op)| op.validate_at(&format!("{list}[{i}]")))
+    validate_list(list, ops, false)
+}
+
+fn validate_list(list: &str, ops: &[Op], cp_zero: bool) -> Result<()> {
+    ops.iter().enumerate().try_for_each(|(i, op)| op.validate_in(&format!("{list}[{i}]"), cp_zero))
 }
 
 impl EngineConfig {
     /// Checks the deployment sizes: every parallel size and a given `kv_block_size` must be at
-    /// least 1 (`nextn` may be 0: no draft model).
+    /// least 1. `nextn` may be 0 (no draft model) and so may `cp_size`: the reference compiles a
+    /// dense model with `cp_size=0` and prices it like 1 (spec 43 §2).
     pub fn validate(&self) -> Result<()> {
         let sizes = [
             ("tp_size", Some(self.tp_size)),
@@ -128,7 +144,6 @@ impl EngineConfig {
             ("attention_dp_size", Some(self.attention_dp_size)),
             ("moe_tp_size", Some(self.moe_tp_size)),
             ("moe_ep_size", Some(self.moe_ep_size)),
-            ("cp_size", Some(self.cp_size)),
             ("kv_block_size", self.kv_block_size),
         ];
         for (field, value) in sizes {
@@ -147,8 +162,9 @@ impl EngineSpec {
     /// Checks the engine config and both op lists (see the module docs); run by every decoder.
     pub fn validate(&self) -> Result<()> {
         self.engine.validate()?;
-        validate_ops("context_ops", &self.context_ops)?;
-        validate_ops("generation_ops", &self.generation_ops)
+        let cp_zero = self.engine.cp_size == 0;
+        validate_list("context_ops", &self.context_ops, cp_zero)?;
+        validate_list("generation_ops", &self.generation_ops, cp_zero)
     }
 }
 
@@ -204,12 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn cp_zero_specs_may_carry_zero_cp_fields_only() {
+        let gemm = r#"{"Gemm":{"name":"g","scale_factor":1.0,"n":8,"k":8,"quant_mode":"bfloat16","scale_num_tokens":1,"seq_split":0}}"#;
+        assert!(spec_with(r#","cp_size":0"#, gemm).is_ok());
+        assert!(message(spec_with(r#","cp_size":1"#, gemm)).contains("seq_split must be at least 1, got 0"));
+        let zero_n = gemm.replace("\"n\":8", "\"n\":0");
+        assert!(message(spec_with(r#","cp_size":0"#, &zero_n)).contains("n must be at least 1, got 0"));
+    }
+
+    #[test]
     fn binary_specs_are_validated_too() {
         let good = spec_with("", "").unwrap();
         let mut bad = good.clone();
-        bad.engine.cp_size = 0;
+        bad.engine.pp_size = 0;
         let err = EngineSpec::from_bytes(&bad.to_bytes()).unwrap_err().to_string();
-        assert!(err.contains("engine.cp_size must be at least 1, got 0"), "{err}");
+        assert!(err.contains("engine.pp_size must be at least 1, got 0"), "{err}");
         assert_eq!(EngineSpec::from_bytes(&good.to_bytes()).unwrap(), good);
     }
 }
