@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds="${AIC_FUZZ_SECONDS:-45}"
-targets="${AIC_FUZZ_TARGETS:-spec_decode system_yaml parquet_table engine_args}"
+targets="${AIC_FUZZ_TARGETS:-spec_decode system_yaml parquet_table engine_args spec_json fpm_json}"
 
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, -Cpasses=sancov-module); the one
 # stable toolchain accepts them when bootstrapping is allowed.
@@ -43,6 +43,9 @@ mapfile -t small_tables < <(find data/systems/data -name '*.parquet' -size -6k |
 seed parquet_table "${small_tables[@]}" crates/aic-core/tests/error_catalogue/*.parquet
 # Past crashes, so every run replays them first.
 seed engine_args fuzz/seeds/engine_args/*
+# Spec JSON of every golden family and FPM records, iterations and options.
+seed spec_json crates/aic-core/examples/specs/*.json fuzz/seeds/spec_json/*
+seed fpm_json fuzz/seeds/fpm_json/*
 
 echo "==> building the fuzz targets"
 cargo fuzz build --debug-assertions

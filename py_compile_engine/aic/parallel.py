@@ -103,6 +103,28 @@ def check_heads(num_heads: int, tp_size: int) -> None:
         )
 
 
+def check_gqa_heads(num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+    """Grouped-query attention needs at least one KV head and a head size of at least 1, and
+    the KV heads must split the query heads evenly. Without these checks the spec compiles with
+    ``n_kv = 0`` or ``head_size = 0`` and fails only at estimate time, with the lookup key's
+    debug text instead of the config field. Raises ``ValueError`` naming the config field."""
+    if num_kv_heads < 1:
+        raise ValueError(
+            f"model config: num_key_value_heads must be at least 1, got {num_kv_heads} (set it "
+            f"to the number of KV heads; equal to num_attention_heads for multi-head attention)"
+        )
+    if head_dim < 1:
+        raise ValueError(
+            f"model config: head_dim must be at least 1, got {head_dim} (hidden_size / "
+            f"num_attention_heads when the config has no head_dim)"
+        )
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"model config: num_attention_heads {num_heads} must be divisible by "
+            f"num_key_value_heads {num_kv_heads} (each KV head serves a whole group of query heads)"
+        )
+
+
 def check_experts(num_experts: int, moe_ep_size: int) -> None:
     """Rule 8 (MoE families): at least as many experts as EP ranks."""
     if num_experts < moe_ep_size:

@@ -432,7 +432,45 @@ CASES = [
     Case("serving-sweep-infeasible", "`aic.serving_sweep.sweep` with a 1 ms TTFT target", NoFeasibleConfigError,
          "No feasible configurations found for the given parameters.",
          lambda s: _sweep_infeasible()),
+    # ---- hostile inputs, round two (issue 22): sizes, FPM JSON, empty version folders
+    Case("config-kv-heads-zero", "Qwen3-8B config with `num_key_value_heads: 0`", ValueError,
+         "num_key_value_heads must be at least 1, got 0",
+         lambda s: compile_engine(s.qwen3_8b(num_key_value_heads=0), "h200_sxm", "vllm")),
+    Case("config-kv-heads-not-dividing", "Qwen3-8B config (32 heads) with `num_key_value_heads: 5`", ValueError,
+         "num_attention_heads 32 must be divisible by num_key_value_heads 5",
+         lambda s: compile_engine(s.qwen3_8b(num_key_value_heads=5), "h200_sxm", "vllm")),
+    Case("config-head-dim-zero", "Qwen3-8B config with `head_dim: 0`", ValueError,
+         "head_dim must be at least 1, got 0",
+         lambda s: compile_engine(s.qwen3_8b(head_dim=0), "h200_sxm", "vllm")),
+    Case("engine-from-spec-op-size-zero", "spec JSON whose `CustomAllReduce` has `tp_size: 0`", ValueError,
+         'context_ops[11] (CustomAllReduce "context_ar_1"): tp_size must be at least 1, got 0',
+         lambda s: AicEngine.from_spec(_spec_json_with(11, "tp_size", 0))),
+    Case("fpm-options-misspelt-dict", "FPM options `{\"bucket_cont\": 4}` (a misspelt option)", ValueError,
+         'unknown field "bucket_cont" in options; valid fields: max_observations,',
+         lambda s: _aic.ForwardPassPerfModel.from_regression({"bucket_cont": 4})),
+    Case("fpm-options-list-text", "FPM options given as the JSON list `[64, 5]`", ValueError,
+         "options must be a JSON object, got a list",
+         lambda s: _aic.ForwardPassPerfModel.from_regression("[64, 5]")),
+    Case("fpm-options-nan", "FPM options with `max_slower_correction_factor: NaN`", ValueError,
+         "options.max_slower_correction_factor must be a finite number, got NaN",
+         lambda s: _aic.ForwardPassPerfModel.from_regression({"max_slower_correction_factor": float("nan")})),
+    Case("fpm-counters-top-level-dict", "FPM record with `num_decode_requests` at the top level instead of in `scheduled_requests`",
+         ValueError, 'unknown field "num_decode_requests" in the FPM record; valid fields: version,',
+         lambda s: _aic.ForwardPassPerfModel.from_regression().estimate_forward_pass_time_ms(
+             {"num_decode_requests": 3, "sum_decode_kv_tokens": 300})),
+    Case("fpm-tune-wall-time-negative", "tuning iteration whose record has `wall_time: -1`", ValueError,
+         "wall_time must be a finite number of seconds >= 0 (0: not measured), got -1",
+         lambda s: _aic.ForwardPassPerfModel.from_regression().tune_with_fpms(
+             [[{"wall_time": -1, "scheduled_requests": {"num_decode_requests": 1}}]])),
 ]
+
+
+def _spec_json_with(index: int, field: str, value) -> bytes:
+    """The Qwen3-8B spec as JSON with one field of context op ``index`` replaced."""
+    spec = json.loads(_engine().spec_json())
+    (op,) = spec["context_ops"][index].values()
+    op[field] = value
+    return json.dumps(spec).encode()
 
 
 def _scratch(tmp_path: Path) -> Scratch:

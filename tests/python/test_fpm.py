@@ -175,8 +175,11 @@ def test_empty_iterations_estimate_zero(reference):
     assert est({}) == 0.0
     assert est("{}") == 0.0
     assert est([{}, {}]) == 0.0
-    # A fully prefix-cached request schedules no prefill compute; unknown keys are ignored.
-    assert est({"scheduled_requests": {"num_prefill_requests": 3}, "extra": [1, 2]}) == 0.0
+    # A fully prefix-cached request schedules no prefill compute.
+    assert est({"scheduled_requests": {"num_prefill_requests": 3}}) == 0.0
+    # An unknown key (counters one level too high) is an error, not an empty iteration.
+    with pytest.raises(ValueError, match='^invalid FPM payload: unknown field "num_decode_requests" in the FPM record; valid fields: version, '):
+        est({"num_decode_requests": 3, "sum_decode_kv_tokens": 300})
 
 
 # -------------------------------------------------------------------------- construction
@@ -476,7 +479,7 @@ def test_options_forms_and_defaults():
         "max_batch_size": 512,
         "max_kv_tokens": 2000000,
     }
-    for options in (None, "", "   \n", "null", {}, {"unknown": 1}, b"{}"):
+    for options in (None, "", "   \n", "null", {}, b"{}"):
         assert ForwardPassPerfModel.from_regression(options).options == defaults, options
     unbounded = ForwardPassPerfModel.from_regression(
         {"min_faster_correction_factor": None, "max_slower_correction_factor": None}
@@ -536,7 +539,7 @@ def test_unparsable_options():
         ),
         (
             {"scheduled_requests": {"num_decode_requests": -3}},
-            "invalid FPM payload: invalid value: integer `-3`, expected u32",
+            "invalid FPM payload: scheduled_requests.num_decode_requests: invalid value: integer `-3`, expected u32",
         ),
     ],
 )
@@ -555,8 +558,16 @@ def test_malformed_and_mistyped_metrics(reference):
         reference.estimate_forward_pass_time_ms(42)
     with pytest.raises(TypeError, match="^metrics cannot be converted to JSON: "):
         reference.estimate_forward_pass_time_ms({"scheduled_requests": object()})
-    with pytest.raises(ValueError, match="^metrics cannot be converted to JSON: "):
+    with pytest.raises(ValueError, match=r"^metrics\.wall_time must be a finite number, got NaN "):
         reference.estimate_forward_pass_time_ms(dict(F(1, 10), wall_time=math.nan))
+    with pytest.raises(ValueError, match=r"^metrics\[1\]\.wall_time must be a finite number, got inf "):
+        reference.estimate_forward_pass_time_ms([F(1, 10), dict(F(1, 10), wall_time=math.inf)])
+    with pytest.raises(ValueError, match=r"^options\.max_slower_correction_factor must be a finite number, got NaN "):
+        ForwardPassPerfModel.from_regression({"max_slower_correction_factor": math.nan})
+    with pytest.raises(ValueError, match='^invalid options JSON: unknown field "bucket_cont" in options; valid fields: '):
+        ForwardPassPerfModel.from_regression({"bucket_cont": 4})
+    with pytest.raises(ValueError, match="^invalid options JSON: options must be a JSON object, got a list"):
+        ForwardPassPerfModel.from_regression("[64, 5]")
     with pytest.raises(ValueError, match="not valid UTF-8"):
         reference.estimate_forward_pass_time_ms(b"\xff\xfe")
     with pytest.raises(TypeError, match="options must be a dict or JSON text, got list"):

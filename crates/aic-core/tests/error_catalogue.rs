@@ -1117,6 +1117,122 @@ fn cases() -> Vec<Case> {
                 ignore(aic_core::memory::KvCacheModel::for_model(&facts, aic_core::spec::KvQuant::Bfloat16, 4))
             },
         },
+        // ---- hostile inputs, round two (issue 22) --------------------------------------------
+        Case {
+            id: "spec-op-size-zero",
+            input: "spec JSON whose `CustomAllReduce` has `tp_size: 0` (it would price at 0 ms)",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "context_ops[11] (CustomAllReduce \"context_ar_1\"): tp_size must be at least 1, got 0",
+            run: || {
+                let mut v = example_spec_value();
+                v["context_ops"][11]["CustomAllReduce"]["tp_size"] = json!(0);
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-attention-heads-zero",
+            input: "spec JSON whose `ContextAttention` has `n: 0` heads",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "context_ops[3] (ContextAttention \"context_attention\"): n must be at least 1, got 0",
+            run: || {
+                let mut v = example_spec_value();
+                v["context_ops"][3]["ContextAttention"]["n"] = json!(0);
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "spec-seq-split-zero",
+            input: "binary spec whose GEMM has `seq_split: 0`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "context_ops[2] (Gemm \"context_qkv_gemm\"): seq_split must be at least 1, got 0",
+            run: || {
+                let mut spec = example_spec();
+                let Op::Gemm(g) = &mut spec.context_ops[2] else { panic!("op 2 is the QKV GEMM") };
+                g.seq_split = 0;
+                ignore(EngineSpec::from_bytes(&spec.to_bytes()))
+            },
+        },
+        Case {
+            id: "spec-engine-tp-zero",
+            input: "spec JSON whose engine config has `tp_size: 0`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "engine.tp_size must be at least 1, got 0",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["tp_size"] = json!(0);
+                spec_from_value(&v)
+            },
+        },
+        Case {
+            id: "evaluate-ops-size-zero",
+            input: "`evaluate_ops_json` of an `Nccl` op over `num_gpus: 0`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "ops[0] (Nccl \"nccl\"): num_gpus must be at least 1, got 0",
+            run: || {
+                let ops = r#"[{"Nccl":{"name":"nccl","scale_factor":1.0,"hidden_size":4096.0,"num_gpus":0,"dtype":"half","operation":"all_gather"}}]"#;
+                ignore(shipped_engine().evaluate_ops_json(ops, true, 1, 128, 0, 1.0, None))
+            },
+        },
+        Case {
+            id: "spec-version-empty-folder",
+            input: "spec for vLLM `0.30.0` on a systems folder where `gemm/vllm/0.30.0` exists but is empty",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "backend version '0.30.0' has no data for vllm on h200_sxm: its folders hold no table",
+            run: || {
+                let shadow = ShadowRoot::new("spec-version-empty-folder");
+                std::fs::create_dir_all(shadow.root.join("data/h200_sxm/gemm/vllm/0.30.0")).expect("empty folder");
+                let listed = aic_core::data::catalogue::system_catalogue(&shadow.root);
+                let h200 = listed.iter().find(|s| s.name == "h200_sxm").expect("h200 listed");
+                assert!(!h200.backends[2].versions_with_data.iter().any(|v| v == "0.30.0"), "{h200:?}");
+                let mut spec = example_spec();
+                spec.engine.backend_version = Some("0.30.0".to_string());
+                ignore(shadow.engine(spec))
+            },
+        },
+        Case {
+            id: "fpm-options-unknown",
+            input: "FPM options `{\"bucket_cont\": 4}` (a misspelt option name)",
+            variant: "Fpm",
+            class: ErrorClass::Value,
+            fragment: "invalid options JSON: unknown field \"bucket_cont\" in options; valid fields: max_observations,",
+            run: || ignore(aic_core::fpm::ForwardPassPerfModel::from_regression(Some(r#"{"bucket_cont":4}"#))),
+        },
+        Case {
+            id: "fpm-options-list",
+            input: "FPM options given as the JSON list `[64, 5]`",
+            variant: "Fpm",
+            class: ErrorClass::Value,
+            fragment: "invalid options JSON: options must be a JSON object, got a list",
+            run: || ignore(aic_core::fpm::ForwardPassPerfModel::from_regression(Some("[64, 5]"))),
+        },
+        Case {
+            id: "fpm-counters-misplaced",
+            input: "FPM record with `num_decode_requests` at the top level instead of in `scheduled_requests`",
+            variant: "Fpm",
+            class: ErrorClass::Value,
+            fragment: "invalid FPM payload: unknown field \"num_decode_requests\" in the FPM record",
+            run: || {
+                let m = aic_core::fpm::ForwardPassPerfModel::from_regression(None)?;
+                ignore(m.estimate_forward_pass_time_ms(r#"{"num_decode_requests":3,"sum_decode_kv_tokens":300}"#))
+            },
+        },
+        Case {
+            id: "fpm-wall-time-negative",
+            input: "tuning iteration whose record has `wall_time: -1`",
+            variant: "Fpm",
+            class: ErrorClass::Value,
+            fragment: "invalid forward pass metrics: wall_time must be a finite number of seconds >= 0 (0: not measured), got -1",
+            run: || {
+                let m = aic_core::fpm::ForwardPassPerfModel::from_regression(None)?;
+                m.tune_with_fpms(r#"[[{"wall_time":-1,"scheduled_requests":{"num_decode_requests":1}}]]"#)
+            },
+        },
     ]
 }
 

@@ -137,7 +137,7 @@ fn regression_on_decode_without_fit_is_none() {
 
 #[test]
 fn blank_and_null_options_are_defaults() {
-    for text in [None, Some(""), Some("   \n"), Some("null"), Some("{}"), Some(r#"{"unknown":1}"#)] {
+    for text in [None, Some(""), Some("   \n"), Some("null"), Some("{}")] {
         assert_eq!(FpmOptions::from_json(text).unwrap(), FpmOptions::default(), "{text:?}");
     }
     let m = ForwardPassPerfModel::from_regression(Some("  ")).unwrap();
@@ -199,9 +199,9 @@ fn fpm_input_errors() {
     assert_eq!(e(r#"[{}, {"version":3}]"#), "unsupported schema version for ForwardPassMetrics: got 3, expected 1");
     assert!(e("{oops").starts_with("invalid FPM JSON: "));
     let neg = e(r#"{"scheduled_requests":{"num_decode_requests":-3}}"#);
-    assert!(neg.starts_with("invalid FPM payload: invalid value: integer `-3`, expected u32"), "{neg}");
-    // Unknown keys and the ignored fields are accepted.
-    let ok = r#"{"version":1,"worker_id":"w","dp_rank":3,"counter_id":9,"wall_time":0.5,"extra":true,
+    assert_eq!(neg, "invalid FPM payload: scheduled_requests.num_decode_requests: invalid value: integer `-3`, expected u32");
+    // The ignored fields are accepted.
+    let ok = r#"{"version":1,"worker_id":"w","dp_rank":3,"counter_id":9,"wall_time":0.5,
         "scheduled_requests":{"var_prefill_length":2.5,"var_decode_kv_tokens":1.0},
         "queued_requests":{"num_prefill_requests":4,"sum_prefill_tokens":100,"num_decode_requests":2}}"#;
     assert_eq!(m.estimate_forward_pass_time_ms(ok).unwrap(), Some(0.0));
@@ -217,7 +217,11 @@ fn fpm_input_errors() {
 #[test]
 fn regression_ignores_iterations_without_wall_time() {
     let m = ForwardPassPerfModel::from_regression(Some(r#"{"min_observations":1}"#)).unwrap();
-    m.tune_with_fpms(&json!([[prefill(100)], [with_wall(prefill(100), -5.0)], [{}]]).to_string()).unwrap();
+    m.tune_with_fpms(&json!([[prefill(100)], [with_wall(prefill(100), 0.0)], [{}]]).to_string()).unwrap();
+    assert_eq!(m.retained_observations(), 0);
+    // A negative wall time is not "no measurement" but a broken record: an error.
+    let negative = m.tune_with_fpms(&json!([[with_wall(prefill(100), -5.0)]]).to_string()).unwrap_err();
+    assert!(negative.to_string().contains("wall_time must be a finite number of seconds >= 0"), "{negative}");
     assert_eq!(m.retained_observations(), 0);
     // Ranks: the largest positive wall time is the observation; the loaded rank is the feature.
     let it = json!([[with_wall(prefill(100), 3.0), with_wall(decode(4, 40), 5.0)]]);
@@ -253,4 +257,58 @@ fn hinge_candidate_knots() {
     assert!(hinge_knots(&[1.0, 2.0, 1.0, 2.0]).is_empty());
     // With a zero minimum there are no log-spaced points.
     assert_eq!(hinge_knots(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn fpm_json_is_read_strictly() {
+    let m = ForwardPassPerfModel::from_regression(None).unwrap();
+    let e = |t: &str| err(m.estimate_forward_pass_time_ms(t));
+    // counters one level too high: not an empty iteration but an error naming the field
+    assert_eq!(
+        e(r#"{"num_decode_requests":3,"sum_decode_kv_tokens":300}"#),
+        "invalid FPM payload: unknown field \"num_decode_requests\" in the FPM record; valid fields: \
+         version, worker_id, dp_rank, counter_id, wall_time, scheduled_requests, queued_requests"
+    );
+    assert!(e(r#"[{}, {"scheduled_requests":{"num_decode_request":3}}]"#).starts_with(
+        "invalid FPM payload: rank 1: unknown field \"num_decode_request\" in scheduled_requests; valid fields: num_prefill_requests,"
+    ));
+    assert!(e(r#"{"queued_requests":{"sum_prefill_kv_tokens":1}}"#).contains("unknown field \"sum_prefill_kv_tokens\" in queued_requests"));
+    assert_eq!(e(r#"{"scheduled_requests":[1,2]}"#), "invalid FPM payload: scheduled_requests must be a JSON object, got a list");
+    assert_eq!(e("[[{}]]"), "invalid FPM payload: rank 0: the FPM record must be a JSON object, got a list");
+    assert_eq!(e(r#"{"wall_time":"1"}"#), "invalid FPM payload: wall_time: invalid type: string \"1\", expected f64");
+    // a negative wall time is an error, not a silently skipped sample; 0 means not measured
+    assert_eq!(
+        e(r#"{"wall_time":-1}"#),
+        "invalid forward pass metrics: wall_time must be a finite number of seconds >= 0 (0: not measured), got -1"
+    );
+    let t = |s: &str| err(m.tune_with_fpms(s));
+    assert_eq!(
+        t(r#"[[{"wall_time":-1,"scheduled_requests":{"num_decode_requests":1}}]]"#),
+        "invalid forward pass metrics: wall_time must be a finite number of seconds >= 0 (0: not measured), got -1"
+    );
+    assert!(t(r#"[[{}], [{"bogus":1}]]"#).starts_with("invalid tuning iterations JSON: iteration 1, rank 0: unknown field \"bogus\""));
+    assert_eq!(
+        t(r#"[{}]"#),
+        "invalid tuning iterations JSON: iteration 0 must be a list of FPM records (one per attention-DP rank), got an object"
+    );
+    m.tune_with_fpms(r#"[[{"wall_time":0,"scheduled_requests":{"num_decode_requests":1,"sum_decode_kv_tokens":10}}]]"#).unwrap();
+}
+
+#[test]
+fn options_json_is_read_strictly() {
+    let e = |t: &str| err(ForwardPassPerfModel::from_regression(Some(t)));
+    assert_eq!(
+        e(r#"{"bucket_cont":4}"#),
+        "invalid options JSON: unknown field \"bucket_cont\" in options; valid fields: max_observations, \
+         min_observations, min_faster_correction_factor, max_slower_correction_factor, bucket_count, \
+         max_num_tokens, max_batch_size, max_kv_tokens"
+    );
+    // a list is not read by position
+    assert_eq!(e("[64, 5]"), "invalid options JSON: options must be a JSON object, got a list");
+    assert_eq!(e("4"), "invalid options JSON: options must be a JSON object, got a number");
+    assert_eq!(e(r#"{"bucket_count":2.5}"#), "invalid options JSON: bucket_count: invalid type: floating point `2.5`, expected usize");
+    assert_eq!(
+        e(r#"{"max_slower_correction_factor":"2"}"#),
+        "invalid options JSON: max_slower_correction_factor: invalid type: string \"2\", expected f64"
+    );
 }

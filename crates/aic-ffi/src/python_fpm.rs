@@ -45,6 +45,11 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Strin
     match json.call_method("dumps", (value,), Some(&kwargs)) {
         Ok(text) => text.extract(),
         Err(e) => {
+            if let Some((path, number)) = non_finite(value, what) {
+                return Err(PyValueError::new_err(format!(
+                    "{path} must be a finite number, got {number} (JSON has no NaN or infinity)"
+                )));
+            }
             let message = format!("{what} cannot be converted to JSON: {}", e.value(py));
             Err(if e.is_instance_of::<PyTypeError>(py) {
                 PyTypeError::new_err(message)
@@ -52,6 +57,31 @@ fn dumps(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Strin
                 PyValueError::new_err(message)
             })
         }
+    }
+}
+
+/// The first NaN or infinite float inside a dict / list / tuple argument, as `(path, value)`
+/// with the path spelt like `options.bucket_count` or `metrics[1].wall_time`, so that the error
+/// names the field instead of only saying the argument is not JSON.
+fn non_finite(value: &Bound<'_, PyAny>, path: &str) -> Option<(String, f64)> {
+    if let Ok(dict) = value.cast::<PyDict>() {
+        for (key, item) in dict.iter() {
+            let key = key.str().map(|k| k.to_string()).unwrap_or_default();
+            if let Some(found) = non_finite(&item, &format!("{path}.{key}")) {
+                return Some(found);
+            }
+        }
+        return None;
+    }
+    if is_sequence(value) {
+        let items: Vec<Bound<'_, PyAny>> = value.try_iter().ok()?.flatten().collect();
+        return items.iter().enumerate().find_map(|(i, item)| non_finite(item, &format!("{path}[{i}]")));
+    }
+    match value.extract::<f64>() {
+        Ok(number) if value.is_instance_of::<pyo3::types::PyFloat>() && !number.is_finite() => {
+            Some((path.to_string(), number))
+        }
+        _ => None,
     }
 }
 

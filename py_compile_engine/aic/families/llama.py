@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..hf_config import ModelConfig, ceil_div
-from ..parallel import check_cp_seq_split, check_heads
+from ..parallel import check_cp_seq_split, check_gqa_heads, check_heads
 from . import BuildContext
 
 
@@ -57,6 +57,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     L, h, n, d = model.num_layers, model.hidden_size, model.num_heads, model.head_dim
     inter, vocab = model.intermediate_size, model.vocab_size
     check_heads(n, tp)
+    check_gqa_heads(n, model.num_kv_heads, d)
     nkv = ceil_div(model.num_kv_heads, tp)
     q, kv, f = ctx.gemm_quant_mode, ctx.kvcache_quant_mode, ctx.fmha_quant_mode
 

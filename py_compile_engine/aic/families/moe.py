@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..hf_config import ModelConfig, ceil_div
-from ..parallel import check_experts, check_heads
+from ..parallel import check_experts, check_gqa_heads, check_heads
 from . import BuildContext
 from .llama import apply_cp, gqa_kv_elements, mtp_multiplier
 
@@ -77,6 +77,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     vocab, E, topk = model.vocab_size, model.num_experts, model.topk
     MI = model.moe_intermediate_size
     check_heads(n, tp)
+    check_gqa_heads(n, model.num_kv_heads, d)
     check_experts(E, mep)
     check_block_quantized_moe(model, ctx.moe_quant_mode, mtp)
     nkv = ceil_div(model.num_kv_heads, tp)

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::system::{list_systems, SystemSpec};
-use super::versions::{version_names, version_slots};
+use super::versions::{version_slots, versions_with_tables};
 use crate::spec::Backend;
 
 /// The three backends, in the order the catalogue lists them.
@@ -25,7 +25,8 @@ pub struct BackendSupport {
     pub previous: Option<String>,
     /// The derived `next` slot, when a newer version has data somewhere.
     pub next: Option<String>,
-    /// Every version folder of the backend in this system's data tree, sorted by name.
+    /// Every version of the backend with a table (a parquet file or a `reuse.yaml`) in this
+    /// system's data tree, sorted by name; empty version folders are not listed.
     pub versions_with_data: Vec<String>,
 }
 
@@ -95,7 +96,7 @@ fn summarize(systems_root: &Path, spec: &SystemSpec) -> SystemSummary {
                 current: slots.as_ref().map(|s| s.current.clone()),
                 previous: slots.as_ref().and_then(|s| s.previous.clone()),
                 next: slots.and_then(|s| s.next),
-                versions_with_data: version_names(&spec.data_dir, backend.as_str()),
+                versions_with_data: versions_with_tables(&spec.data_dir, backend.as_str()),
             }
         })
         .collect();

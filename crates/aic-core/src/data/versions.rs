@@ -233,6 +233,33 @@ pub(crate) fn version_names(data_dir: &Path, backend: &str) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// True when a version directory holds a table: a `*.parquet` file, or a `reuse.yaml` that
+/// declares which donor's tables it uses. A folder with only markers, a sidecar or nothing at
+/// all is not a version with data (it would silently take every table from other versions).
+pub(crate) fn dir_has_table(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        !name.starts_with('.')
+            && (name.ends_with(".parquet") || name == super::sidecars::REUSE_FILE)
+            && e.path().is_file()
+    })
+}
+
+/// Distinct names of the versions of `backend` that hold a table in at least one of their
+/// directories ([`dir_has_table`]), sorted by name: the versions an engine can be built for.
+pub(crate) fn versions_with_tables(data_dir: &Path, backend: &str) -> Vec<String> {
+    let set: BTreeSet<String> = version_dirs(data_dir, backend)
+        .into_iter()
+        .filter(|(_, dir)| dir_has_table(dir))
+        .map(|(v, _)| v)
+        .collect();
+    set.into_iter().collect()
+}
+
 /// True when the directory holds a regular file other than dot-files and legacy markers.
 fn holds_data_file(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -259,7 +286,7 @@ pub fn version_slots(
     let Some(current) = entry.and_then(|e| e.current.clone()) else {
         return Ok(None);
     };
-    if version_dirs(&system.data_dir, b).is_empty() {
+    if versions_with_tables(&system.data_dir, b).is_empty() {
         return Ok(None);
     }
     let previous = entry.and_then(|e| e.previous.clone());
@@ -385,9 +412,7 @@ pub fn resolve_with(
         && version != slots.current
         && slots.previous.as_deref() != Some(version.as_str());
     let tolerate_dirless = is_next
-        && !version_dirs(&system.data_dir, b)
-            .iter()
-            .any(|(v, _)| *v == version);
+        && !versions_with_tables(&system.data_dir, b).contains(&version);
     Ok(ResolvedVersion {
         version: Some(version),
         tolerate_dirless,
@@ -1152,5 +1177,22 @@ mod tests {
         assert_eq!(py_str_repr("0.22.0"), "'0.22.0'");
         assert_eq!(py_str_repr("a'b"), "\"a'b\"");
         assert_eq!(py_str_repr("a'b\""), "'a\\'b\"'");
+    }
+
+    #[test]
+    fn empty_version_folders_are_not_versions_with_data() {
+        let root = temp_root("empty_versions");
+        std::fs::create_dir_all(root.join("data/s3/gemm/vllm/0.9.0")).unwrap();
+        touch(&root, "data/s3/gemm/vllm/1.0.0/gemm_perf.parquet");
+        touch(&root, "data/s3/mla/vllm/1.1.0/collection_meta.yaml");
+        touch(&root, "data/s3/moe/vllm/1.2.0/INCOMPLETE.txt");
+        touch(&root, "data/s3/comm/vllm/1.3.0/reuse.yaml");
+        let data = root.join("data/s3");
+        assert_eq!(version_names(&data, "vllm"), ["0.9.0", "1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
+        assert_eq!(versions_with_tables(&data, "vllm"), ["1.0.0", "1.3.0"]);
+        // every folder of a backend empty: the backend has no data at all
+        std::fs::create_dir_all(root.join("data/s3/gemm/sglang/0.5.0")).unwrap();
+        assert!(versions_with_tables(&data, "sglang").is_empty());
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -154,7 +154,7 @@ fn finite_total(what: &str, total_ms: f64) -> Result<f64> {
 /// tolerates that (the advertised `next` slot, which other versions fill), every table would
 /// silently come from other versions or be missing.
 fn check_version_has_data(db: &PerfDatabase, backend: crate::spec::Backend, version: &str, tolerate: bool) -> Result<()> {
-    let known = crate::data::versions::version_names(&db.system.data_dir, backend.as_str());
+    let known = crate::data::versions::versions_with_tables(&db.system.data_dir, backend.as_str());
     if known.is_empty() {
         // The system ships no tables for this backend at all (a100_pcie, a30, h100_pcie, l4;
         // b60 sglang/trtllm): spec 12 §3.3.
@@ -171,6 +171,18 @@ fn check_version_has_data(db: &PerfDatabase, backend: crate::spec::Backend, vers
     if tolerate || known.iter().any(|v| v == version) {
         return Ok(());
     }
+    let folders = crate::data::versions::version_names(&db.system.data_dir, backend.as_str());
+    if folders.iter().any(|v| v == version) {
+        return Err(AicError::value(format!(
+            "backend version '{version}' has no data for {} on {}: its folders hold no table \
+             (no parquet file, no reuse.yaml), so every number would come from another version \
+             (versions with data: {}); compile the spec for one of those, or let `aic-compile` \
+             resolve an alias such as 'current'",
+            backend.as_str(),
+            db.system.name,
+            known.join(", ")
+        )));
+    }
     Err(AicError::value(format!(
         "backend version '{version}' has no data for {} on {} (versions with data: {}); compile \
          the spec for one of those, or let `aic-compile` resolve an alias such as 'current'",
@@ -185,7 +197,7 @@ fn no_perf_data_hint(root: &Path, system: &str, backend: crate::spec::Backend) -
     let b = backend.as_str();
     let has_data = |name: &str| {
         crate::data::system::SystemSpec::load(root, name)
-            .is_ok_and(|s| !crate::data::versions::version_names(&s.data_dir, b).is_empty())
+            .is_ok_and(|s| !crate::data::versions::versions_with_tables(&s.data_dir, b).is_empty())
     };
     if has_data(system) {
         return format!(
@@ -223,7 +235,7 @@ impl Engine {
     /// Builds an engine from a decoded spec. The systems folder is, in order: the spec's own
     /// `systems_path`, the `systems_path` argument, then [`crate::data::default_systems_path`].
     pub fn from_spec(spec: EngineSpec, systems_path: Option<&Path>) -> Result<Engine> {
-        spec.context_ops.iter().chain(&spec.generation_ops).try_for_each(Op::check_numbers)?;
+        spec.validate()?;
         let cfg = &spec.engine;
         let root: Option<PathBuf> = cfg
             .systems_path
@@ -559,7 +571,7 @@ impl Engine {
         let _call = provenance::CallScope::start();
         let ops: Vec<Op> = serde_json::from_str(ops_json)
             .map_err(|e| AicError::config(format!("evaluate_ops_json: invalid op list JSON: {e}")))?;
-        ops.iter().try_for_each(Op::check_numbers)?;
+        crate::spec::validate_ops("ops", &ops)?;
         check_scale("imbalance_correction_scale", imbalance)?;
         let compiled: Vec<CompiledOp> = ops.iter().map(|o| CompiledOp::compile(o, &self.db)).collect();
         let (b, s, p) = (u64::from(batch_size), u64::from(s), u64::from(prefix));

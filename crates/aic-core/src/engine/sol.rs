@@ -61,7 +61,7 @@ impl Engine {
         // A compute call like any other: it resets `last_provenance` (SOL notes no tier).
         let _call = super::provenance::CallScope::start();
         // The same argument checks as `evaluate_ops_json`.
-        ops.iter().try_for_each(Op::check_numbers)?;
+        crate::spec::validate_ops("ops", ops)?;
         super::check_scale("imbalance_correction_scale", imbalance)?;
         let (b, s, p) = (u64::from(batch_size), u64::from(s), u64::from(prefix));
         let shape = if is_context {

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::strict::{field, object};
 use super::FpmError;
 use crate::error::Result;
 
@@ -178,7 +179,8 @@ impl ScheduledRequestMetrics {
 }
 
 impl ForwardPassMetrics {
-    /// Checks the schema version and the counter consistency of this rank (§2.2).
+    /// Checks the schema version, the counter consistency (§2.2) and the wall time (finite and
+    /// `>= 0`; 0 means not measured) of this rank.
     pub fn validate(&self) -> Result<()> {
         if self.version != FPM_SCHEMA_VERSION {
             return Err(FpmError::SchemaVersion { got: self.version, expected: FPM_SCHEMA_VERSION }.into());
@@ -188,6 +190,13 @@ impl ForwardPassMetrics {
             return Err(FpmError::InvalidMetrics(
                 "prefill token sums require num_prefill_requests > 0".to_string(),
             )
+            .into());
+        }
+        if !(self.wall_time.is_finite() && self.wall_time >= 0.0) {
+            return Err(FpmError::InvalidMetrics(format!(
+                "wall_time must be a finite number of seconds >= 0 (0: not measured), got {}",
+                self.wall_time
+            ))
             .into());
         }
         if s.num_decode_requests == 0 && s.sum_decode_kv_tokens > 0 {
@@ -236,20 +245,133 @@ pub fn observed_latency_ms(ranks: &[ForwardPassMetrics]) -> Option<f64> {
         .map(|w| w * 1000.0)
 }
 
+/// The keys of an FPM record.
+pub const RECORD_FIELDS: [&str; 7] =
+    ["version", "worker_id", "dp_rank", "counter_id", "wall_time", "scheduled_requests", "queued_requests"];
+/// The keys of `scheduled_requests`.
+pub const SCHEDULED_FIELDS: [&str; 7] = [
+    "num_prefill_requests",
+    "sum_prefill_tokens",
+    "var_prefill_length",
+    "sum_prefill_kv_tokens",
+    "num_decode_requests",
+    "sum_decode_kv_tokens",
+    "var_decode_kv_tokens",
+];
+/// The keys of `queued_requests` (the scheduled ones without `sum_prefill_kv_tokens`).
+pub const QUEUED_FIELDS: [&str; 6] = [
+    "num_prefill_requests",
+    "sum_prefill_tokens",
+    "var_prefill_length",
+    "num_decode_requests",
+    "sum_decode_kv_tokens",
+    "var_decode_kv_tokens",
+];
+
+impl ScheduledRequestMetrics {
+    fn from_json_value(value: &Value) -> std::result::Result<Self, String> {
+        let p = "scheduled_requests";
+        let m = object(value, p, &SCHEDULED_FIELDS)?;
+        Ok(ScheduledRequestMetrics {
+            num_prefill_requests: field(m, "num_prefill_requests", p)?.unwrap_or(0),
+            sum_prefill_tokens: field(m, "sum_prefill_tokens", p)?.unwrap_or(0),
+            var_prefill_length: field(m, "var_prefill_length", p)?.unwrap_or(0.0),
+            sum_prefill_kv_tokens: field(m, "sum_prefill_kv_tokens", p)?.unwrap_or(0),
+            num_decode_requests: field(m, "num_decode_requests", p)?.unwrap_or(0),
+            sum_decode_kv_tokens: field(m, "sum_decode_kv_tokens", p)?.unwrap_or(0),
+            var_decode_kv_tokens: field(m, "var_decode_kv_tokens", p)?.unwrap_or(0.0),
+        })
+    }
+}
+
+impl QueuedRequestMetrics {
+    fn from_json_value(value: &Value) -> std::result::Result<Self, String> {
+        let p = "queued_requests";
+        let m = object(value, p, &QUEUED_FIELDS)?;
+        Ok(QueuedRequestMetrics {
+            num_prefill_requests: field(m, "num_prefill_requests", p)?.unwrap_or(0),
+            sum_prefill_tokens: field(m, "sum_prefill_tokens", p)?.unwrap_or(0),
+            var_prefill_length: field(m, "var_prefill_length", p)?.unwrap_or(0.0),
+            num_decode_requests: field(m, "num_decode_requests", p)?.unwrap_or(0),
+            sum_decode_kv_tokens: field(m, "sum_decode_kv_tokens", p)?.unwrap_or(0),
+            var_decode_kv_tokens: field(m, "var_decode_kv_tokens", p)?.unwrap_or(0.0),
+        })
+    }
+}
+
+impl ForwardPassMetrics {
+    /// Reads one FPM record strictly: a JSON object with only the FPM v1 keys (at both levels),
+    /// absent keys defaulting as in §2.1; the error names the offending field.
+    pub fn from_json_value(value: &Value) -> std::result::Result<Self, String> {
+        let m = object(value, "the FPM record", &RECORD_FIELDS)?;
+        let d = ForwardPassMetrics::default();
+        Ok(ForwardPassMetrics {
+            version: field(m, "version", "")?.unwrap_or(d.version),
+            worker_id: field(m, "worker_id", "")?.unwrap_or(d.worker_id),
+            dp_rank: field(m, "dp_rank", "")?.unwrap_or(d.dp_rank),
+            counter_id: field(m, "counter_id", "")?.unwrap_or(d.counter_id),
+            wall_time: field(m, "wall_time", "")?.unwrap_or(d.wall_time),
+            scheduled_requests: match m.get("scheduled_requests") {
+                Some(v) => ScheduledRequestMetrics::from_json_value(v)?,
+                None => d.scheduled_requests,
+            },
+            queued_requests: match m.get("queued_requests") {
+                Some(v) => QueuedRequestMetrics::from_json_value(v)?,
+                None => d.queued_requests,
+            },
+        })
+    }
+}
+
+/// The records of one iteration given as a JSON value: an FPM object, or a list of them (an
+/// error about rank `i` of a list starts with `rank i: `).
+fn ranks_of(value: &Value) -> std::result::Result<Vec<ForwardPassMetrics>, String> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| ForwardPassMetrics::from_json_value(item).map_err(|e| format!("rank {i}: {e}")))
+            .collect(),
+        other => ForwardPassMetrics::from_json_value(other).map(|r| vec![r]),
+    }
+}
+
 /// Parses one iteration: an FPM object or a JSON array of them (not yet validated).
 pub fn parse_iteration_json(text: &str) -> Result<Vec<ForwardPassMetrics>> {
     let value: Value = serde_json::from_str(text).map_err(|e| FpmError::Json(e.to_string()))?;
-    let ranks = match value {
-        Value::Array(items) => items
-            .into_iter()
-            .map(serde_json::from_value::<ForwardPassMetrics>)
-            .collect::<std::result::Result<Vec<_>, _>>(),
-        other => serde_json::from_value::<ForwardPassMetrics>(other).map(|r| vec![r]),
-    };
-    Ok(ranks.map_err(|e| FpmError::Payload(e.to_string()))?)
+    Ok(ranks_of(&value).map_err(FpmError::Payload)?)
 }
 
-/// Parses tuning input: a JSON array of iterations, each an array of FPM objects.
+/// Parses tuning input: a JSON array of iterations, each an array of FPM objects (an error
+/// about one record starts with `iteration i, rank j: `).
 pub fn parse_iterations_json(text: &str) -> Result<Vec<Vec<ForwardPassMetrics>>> {
-    Ok(serde_json::from_str(text).map_err(|e| FpmError::TuningJson(e.to_string()))?)
+    let value: Value = serde_json::from_str(text).map_err(|e| FpmError::TuningJson(e.to_string()))?;
+    let Value::Array(iterations) = value else {
+        return Err(FpmError::TuningJson(format!(
+            "invalid type: {}, expected a sequence of iterations (a list of lists of FPM records)",
+            match value {
+                Value::Object(_) => "map",
+                ref other => super::strict::type_name(other),
+            }
+        ))
+        .into());
+    };
+    let mut out = Vec::with_capacity(iterations.len());
+    for (i, iteration) in iterations.iter().enumerate() {
+        let Value::Array(ranks) = iteration else {
+            return Err(FpmError::TuningJson(format!(
+                "iteration {i} must be a list of FPM records (one per attention-DP rank), got {}",
+                super::strict::type_name(iteration)
+            ))
+            .into());
+        };
+        let ranks = ranks
+            .iter()
+            .enumerate()
+            .map(|(j, r)| ForwardPassMetrics::from_json_value(r).map_err(|e| format!("iteration {i}, rank {j}: {e}")))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(FpmError::TuningJson)?;
+        out.push(ranks);
+    }
+    Ok(out)
 }

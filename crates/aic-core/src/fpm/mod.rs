@@ -18,6 +18,7 @@ pub mod native;
 pub mod options;
 pub mod regression;
 pub mod store;
+mod strict;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,8 +1,9 @@
 //! Options of the forward-pass model (spec 42 §6): sample-store sizes, readiness threshold,
 //! correction bounds and the bucket grid.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 
+use super::strict::{field, object};
 use super::FpmError;
 use crate::error::{AicError, Result};
 
@@ -42,24 +43,25 @@ impl Default for FpmOptions {
     }
 }
 
-/// Distinguishes an absent key (outer `None`) from an explicit `null` (inner `None`).
-fn nullable<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<f64>>, D::Error> {
-    Option::<f64>::deserialize(d).map(Some)
-}
+/// The option names, in the order of the spec's table (§6).
+pub const OPTION_NAMES: [&str; 8] = [
+    "max_observations",
+    "min_observations",
+    "min_faster_correction_factor",
+    "max_slower_correction_factor",
+    "bucket_count",
+    "max_num_tokens",
+    "max_batch_size",
+    "max_kv_tokens",
+];
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawOptions {
-    max_observations: Option<usize>,
-    min_observations: Option<usize>,
-    #[serde(deserialize_with = "nullable")]
-    min_faster_correction_factor: Option<Option<f64>>,
-    #[serde(deserialize_with = "nullable")]
-    max_slower_correction_factor: Option<Option<f64>>,
-    bucket_count: Option<usize>,
-    max_num_tokens: Option<u64>,
-    max_batch_size: Option<u64>,
-    max_kv_tokens: Option<u64>,
+/// A correction bound: absent keeps the default, `null` means unbounded.
+fn bound(map: &serde_json::Map<String, serde_json::Value>, key: &str, default: Option<f64>) -> std::result::Result<Option<f64>, String> {
+    match map.get(key) {
+        None => Ok(default),
+        Some(serde_json::Value::Null) => Ok(None),
+        Some(_) => field::<f64>(map, key, ""),
+    }
 }
 
 fn invalid(msg: &str) -> AicError {
@@ -67,33 +69,39 @@ fn invalid(msg: &str) -> AicError {
 }
 
 impl FpmOptions {
-    /// Parses options JSON: `None`, blank text or `null` give the defaults; unknown keys are
-    /// ignored; an explicit `null` bound means unbounded.
+    /// Parses options JSON: `None`, blank text or `null` give the defaults; otherwise a JSON
+    /// object whose keys are option names ([`OPTION_NAMES`]; an unknown key is an error listing
+    /// them, as is a list or any other JSON type); an explicit `null` bound means unbounded.
+    /// A value of the wrong type is an error naming its option.
     pub fn from_json(text: Option<&str>) -> Result<FpmOptions> {
         let text = match text {
             Some(t) if !t.trim().is_empty() => t,
             _ => return Ok(FpmOptions::default()),
         };
-        let raw: Option<RawOptions> =
+        let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| FpmError::OptionsJson(e.to_string()))?;
-        let raw = raw.unwrap_or_default();
-        let d = FpmOptions::default();
-        let opts = FpmOptions {
-            max_observations: raw.max_observations.unwrap_or(d.max_observations),
-            min_observations: raw.min_observations.unwrap_or(d.min_observations),
-            min_faster_correction_factor: raw
-                .min_faster_correction_factor
-                .unwrap_or(d.min_faster_correction_factor),
-            max_slower_correction_factor: raw
-                .max_slower_correction_factor
-                .unwrap_or(d.max_slower_correction_factor),
-            bucket_count: raw.bucket_count.unwrap_or(d.bucket_count),
-            max_num_tokens: raw.max_num_tokens.unwrap_or(d.max_num_tokens),
-            max_batch_size: raw.max_batch_size.unwrap_or(d.max_batch_size),
-            max_kv_tokens: raw.max_kv_tokens.unwrap_or(d.max_kv_tokens),
-        };
+        if value.is_null() {
+            return Ok(FpmOptions::default());
+        }
+        let opts = Self::from_object(&value).map_err(FpmError::OptionsJson)?;
         opts.validate()?;
         Ok(opts)
+    }
+
+    /// The options of a JSON object, defaults for absent keys (not yet range-checked).
+    fn from_object(value: &serde_json::Value) -> std::result::Result<FpmOptions, String> {
+        let map = object(value, "options", &OPTION_NAMES)?;
+        let d = FpmOptions::default();
+        Ok(FpmOptions {
+            max_observations: field(map, "max_observations", "")?.unwrap_or(d.max_observations),
+            min_observations: field(map, "min_observations", "")?.unwrap_or(d.min_observations),
+            min_faster_correction_factor: bound(map, "min_faster_correction_factor", d.min_faster_correction_factor)?,
+            max_slower_correction_factor: bound(map, "max_slower_correction_factor", d.max_slower_correction_factor)?,
+            bucket_count: field(map, "bucket_count", "")?.unwrap_or(d.bucket_count),
+            max_num_tokens: field(map, "max_num_tokens", "")?.unwrap_or(d.max_num_tokens),
+            max_batch_size: field(map, "max_batch_size", "")?.unwrap_or(d.max_batch_size),
+            max_kv_tokens: field(map, "max_kv_tokens", "")?.unwrap_or(d.max_kv_tokens),
+        })
     }
 
     /// Checks the ranges, in the reference's order (§6).

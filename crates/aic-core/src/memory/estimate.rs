@@ -261,7 +261,7 @@ fn native_build(
 ) -> Result<(KvCacheModel, [f64; 4])> {
     // Without perf data for the backend the reference has no database to read the system
     // from, and fails with its attribute error (spec 12 §3.3, reproduced verbatim).
-    if crate::data::versions::version_names(&system.data_dir, spec.engine.backend.as_str()).is_empty() {
+    if crate::data::versions::versions_with_tables(&system.data_dir, spec.engine.backend.as_str()).is_empty() {
         return Err(AicError::value("'NoneType' object has no attribute 'system_spec'"));
     }
     let kv_model = KvCacheModel::for_engine(facts, spec_kv_quant(spec)?, &spec.engine)?;

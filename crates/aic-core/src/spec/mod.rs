@@ -5,12 +5,14 @@ mod file;
 mod ops;
 mod op_json;
 mod quant;
+mod validate;
 mod wire;
 
 pub use file::{read_spec_file, MAX_SPEC_FILE_BYTES};
 pub use ops::*;
 pub use op_json::{op_from_json, op_to_json, op_variant, ops_from_json, ops_to_json};
 pub use quant::*;
+pub use validate::validate_ops;
 pub use wire::{decode_spec, encode_spec, SPEC_MAGIC};
 
 use serde::{Deserialize, Serialize};
@@ -152,7 +154,8 @@ pub struct EngineSpec {
 }
 
 impl EngineSpec {
-    /// Parses the JSON form, checking the schema version.
+    /// Parses the JSON form, checking the schema version and validating the spec
+    /// ([`EngineSpec::validate`]).
     pub fn from_json(text: &str) -> Result<Self> {
         let spec: EngineSpec = serde_json::from_str(text)
             .map_err(|e| AicError::WireFormat(format!("invalid spec JSON: {e}")))?;
@@ -162,6 +165,7 @@ impl EngineSpec {
                 expected: SPEC_SCHEMA_VERSION,
             });
         }
+        spec.validate()?;
         Ok(spec)
     }
 

@@ -7,6 +7,29 @@ use serde::{Deserialize, Serialize};
 use super::quant::{CommQuant, FmhaQuant, GemmQuant, KvQuant, MoeQuant};
 use super::Backend;
 
+
+/// Declares the size fields of an op struct that must be at least 1 (a head count, a width, a
+/// parallel size, a divisor): `at_least_one!(GemmOp: n, k; optional: ...)`. The list sits next
+/// to the struct so a new field is added to both at once; [`Op::validate`] checks them when a
+/// spec is loaded. Fields absent from the list may legitimately be 0 (a `window_size` of 0 is
+/// full attention, a MoE `attention_dp_size` of 0 is the absent default).
+macro_rules! at_least_one {
+    ($op:ty: $($field:ident),* $(; optional: $($opt:ident),*)?) => {
+        impl super::validate::SizeFields for $op {
+            fn at_least_one(&self) -> Vec<(&'static str, u64)> {
+                #[allow(unused_mut)]
+                let mut fields = vec![$((stringify!($field), u64::from(self.$field))),*];
+                $($(
+                    if let Some(v) = self.$opt {
+                        fields.push((stringify!($opt), u64::from(v)));
+                    }
+                )*)?
+                fields
+            }
+        }
+    };
+}
+
 fn one() -> u32 {
     1
 }
@@ -32,6 +55,8 @@ pub struct GemmOp {
     pub below_grid_sol: bool,
 }
 
+at_least_one!(GemmOp: n, k, scale_num_tokens, seq_split);
+
 /// Token-embedding row gather (analytic memory op).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddingOp {
@@ -43,6 +68,8 @@ pub struct EmbeddingOp {
     #[serde(default = "one")]
     pub seq_split: u32,
 }
+
+at_least_one!(EmbeddingOp: vocab_size, hidden_size, seq_split);
 
 /// Memory-bound element-wise work (analytic memory op).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +83,8 @@ pub struct ElementwiseOp {
     pub seq_split: u32,
 }
 
+at_least_one!(ElementwiseOp: scale_num_tokens, seq_split);
+
 /// Tensor-parallel all-reduce through the framework's custom kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CustomAllReduceOp {
@@ -67,6 +96,8 @@ pub struct CustomAllReduceOp {
     #[serde(default = "one")]
     pub seq_split: u32,
 }
+
+at_least_one!(CustomAllReduceOp: hidden_size, tp_size, seq_split);
 
 /// A generic NCCL collective.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +112,8 @@ pub struct NcclOp {
     pub seq_split: u32,
 }
 
+at_least_one!(NcclOp: num_gpus, seq_split);
+
 /// Pipeline-parallel activation hand-off (analytic).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct P2POp {
@@ -91,6 +124,8 @@ pub struct P2POp {
     #[serde(default = "one")]
     pub seq_split: u32,
 }
+
+at_least_one!(P2POp: pp_size, hidden_size, seq_split);
 
 /// Prefill FMHA plus its fused side kernels (qk-norm, rope, KV write).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +145,8 @@ pub struct ContextAttentionOp {
     pub lane_order: Vec<String>,
 }
 
+at_least_one!(ContextAttentionOp: n, n_kv, head_size, cp_size);
+
 /// One decode step of attention over a KV cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerationAttentionOp {
@@ -123,6 +160,8 @@ pub struct GenerationAttentionOp {
     #[serde(default = "default_lanes")]
     pub lane_order: Vec<String>,
 }
+
+at_least_one!(GenerationAttentionOp: n, n_kv, head_size);
 
 fn twelve() -> u32 {
     12
@@ -156,6 +195,8 @@ pub struct MoeOp {
     #[serde(default)]
     pub is_context: bool,
 }
+
+at_least_one!(MoeOp: hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size);
 
 /// How a MoE dispatch moves tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +238,8 @@ pub struct MoeDispatchOp {
     pub scale_num_tokens: u32,
 }
 
+at_least_one!(MoeDispatchOp: hidden_size, topk, num_experts, moe_tp_size, moe_ep_size, attention_dp_size, attn_cp_size, sms, scale_num_tokens);
+
 fn half() -> CommQuant {
     CommQuant::Half
 }
@@ -213,6 +256,8 @@ pub struct ContextMlaOp {
     pub cp_size: u32,
 }
 
+at_least_one!(ContextMlaOp: num_heads, cp_size);
+
 /// Op-level decode MLA kernel (sglang, trtllm).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerationMlaOp {
@@ -221,6 +266,8 @@ pub struct GenerationMlaOp {
     pub num_heads: u32,
     pub kv_cache_dtype: KvQuant,
 }
+
+at_least_one!(GenerationMlaOp: num_heads);
 
 /// Decode-time MLA batched matmul before (`is_pre`) or after attention.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -231,6 +278,8 @@ pub struct MlaBmmOp {
     pub quant_mode: GemmQuant,
     pub is_pre: bool,
 }
+
+at_least_one!(MlaBmmOp: num_heads);
 
 /// Fused MLA module (projections + attention + BMMs), context or generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,6 +293,8 @@ pub struct MlaModuleOp {
     #[serde(default)]
     pub native_num_heads: Option<u32>,
 }
+
+at_least_one!(MlaModuleOp: num_heads; optional: native_num_heads);
 
 fn unit_frac() -> f64 {
     1.0
@@ -278,6 +329,8 @@ pub struct DsaOp {
     pub attn_projection_quant_modes: Option<DsaProjectionQuant>,
 }
 
+at_least_one!(DsaOp: num_heads, index_topk, cp_size);
+
 fn float32() -> String {
     "float32".to_string()
 }
@@ -304,6 +357,8 @@ pub struct GdnOp {
     pub mamba_ssm_dtype: String,
 }
 
+at_least_one!(GdnOp: d_model, d_conv, num_k_heads, head_k_dim, num_v_heads, head_v_dim);
+
 /// One Mamba2 state-space kernel of a Nemotron-H layer (spec 33 §7): conv1d or chunked scan in
 /// prefill, conv update or selective state update in decode, priced from the `mamba2_perf`
 /// table or its memory-bound SOL. Head and group counts are the whole layer's (unsharded).
@@ -323,6 +378,8 @@ pub struct Mamba2Op {
     pub n_groups: u32,
     pub chunk_size: u32,
 }
+
+at_least_one!(Mamba2Op: d_model, d_state, d_conv, nheads, head_dim, n_groups, chunk_size);
 
 fn sinkhorn_default() -> u32 {
     20
@@ -350,6 +407,8 @@ pub struct MhcOp {
     #[serde(default = "one")]
     pub seq_split: u32,
 }
+
+at_least_one!(MhcOp: hc_mult, hidden_size, seq_split);
 
 /// Which compressed-attention module of DeepSeek-V4 (spec 34 §1): compress ratio 4 (CSA, with
 /// an indexer) or 128 (HCA; sliding-window layers are priced as HCA).
@@ -434,6 +493,8 @@ pub struct Dsv4Op {
     #[serde(default)]
     pub o_groups: Option<u32>,
 }
+
+at_least_one!(Dsv4Op: num_heads, native_heads, tp_size, cp_size, hidden_size, q_lora_rank, o_lora_rank, head_dim, index_n_heads, index_head_dim, index_topk; optional: o_groups);
 
 impl Dsv4Op {
     /// `o_groups` as the op uses it: the field, else `max(1, 16 // max(1, 128 // num_heads))`.
@@ -624,32 +685,14 @@ pub enum Op {
 }
 
 impl Op {
-    /// Checks that every real-valued field of the op and of its members (`scale_factor`,
-    /// `bytes_per_token`, an NCCL `hidden_size`) is a finite number `>= 0`. A binary spec can
-    /// carry NaN or infinity and a JSON spec a negative value; either would come back from every
-    /// estimate as NaN or a negative time instead of an error.
+    /// Checks the op and its members, located as `op`: see [`Op::validate_at`] (real-valued
+    /// fields finite and `>= 0`, size fields `>= 1`).
     pub fn check_numbers(&self) -> crate::error::Result<()> {
-        for (field, value) in self.real_fields() {
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(crate::error::AicError::config(format!(
-                    "op \"{}\": {field} must be a finite number >= 0, got {value}; recompile the \
-                     spec with `aic-compile compile`",
-                    self.name()
-                )));
-            }
-        }
-        match self {
-            Op::Overlap(o) => o.group_a.iter().chain(&o.group_b).try_for_each(Op::check_numbers),
-            Op::Fallback(o) => {
-                o.primary.check_numbers()?;
-                o.fallback.iter().try_for_each(Op::check_numbers)
-            }
-            _ => Ok(()),
-        }
+        self.validate_at("op")
     }
 
     /// The op's own real-valued fields as `(field, value)`; composites have none.
-    fn real_fields(&self) -> Vec<(&'static str, f64)> {
+    pub(crate) fn real_fields(&self) -> Vec<(&'static str, f64)> {
         let scale = |v: f64| vec![("scale_factor", v)];
         match self {
             Op::Gemm(o) => scale(o.scale_factor),

@@ -31,7 +31,8 @@ pub fn encode_spec(spec: &EngineSpec) -> Vec<u8> {
     out
 }
 
-/// Decodes the binary wire format, rejecting other schema versions and trailing garbage.
+/// Decodes the binary wire format, rejecting other schema versions and trailing garbage, and
+/// validates the spec ([`EngineSpec::validate`]).
 pub fn decode_spec(bytes: &[u8]) -> Result<EngineSpec> {
     let rest = bytes.strip_prefix(SPEC_MAGIC.as_slice()).ok_or_else(|| {
         AicError::WireFormat("missing the AICSPEC header; not a binary aic engine spec".into())
@@ -74,12 +75,14 @@ pub fn decode_spec(bytes: &[u8]) -> Result<EngineSpec> {
     }
     let engine: EngineConfig = serde_json::from_str(&payload.engine_json)
         .map_err(|e| AicError::WireFormat(format!("invalid engine config in spec: {e}")))?;
-    Ok(EngineSpec {
+    let spec = EngineSpec {
         schema_version: got,
         engine,
         context_ops: payload.context_ops,
         generation_ops: payload.generation_ops,
-    })
+    };
+    spec.validate()?;
+    Ok(spec)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::data::system::{list_systems, SystemSpec};
-use crate::data::versions::{resolve_backend_version, version_dirs, version_slots};
+use crate::data::versions::{resolve_backend_version, version_slots, versions_with_tables};
 use crate::error::{AicError, Result};
 use crate::lookup::Grid;
 use crate::spec::Backend;
@@ -614,21 +614,18 @@ impl PerfDatabase {
     }
 }
 
-/// Backends with at least one version directory in a system's data tree.
+/// Backends with at least one version holding a table in a system's data tree.
 fn backends_with_data(system: &SystemSpec) -> Vec<&'static str> {
     [Backend::Trtllm, Backend::Sglang, Backend::Vllm]
         .into_iter()
         .map(Backend::as_str)
-        .filter(|b| !version_dirs(&system.data_dir, b).is_empty())
+        .filter(|b| !versions_with_tables(&system.data_dir, b).is_empty())
         .collect()
 }
 
-/// Version directories of a backend in a system's data tree, sorted and deduplicated.
+/// Versions of a backend holding a table in a system's data tree, sorted by name.
 fn versions_with_data(system: &SystemSpec, backend: Backend) -> Vec<String> {
-    let mut names: Vec<String> = version_dirs(&system.data_dir, backend.as_str()).into_iter().map(|(v, _)| v).collect();
-    names.sort();
-    names.dedup();
-    names
+    versions_with_tables(&system.data_dir, backend.as_str())
 }
 
 /// Opens the database of (system, backend, version) for viewing, checking each name first:
