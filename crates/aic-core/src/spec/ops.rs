@@ -530,6 +530,7 @@ pub struct MsaOp {
     /// Divisor of the transferred DSA utilisation.
     pub dsa_scale_k: f64,
 }
+at_least_one!(MsaOp: num_heads, num_kv_heads, hidden_size, head_dim, v_head_dim, index_n_heads, index_head_dim, index_topk, block_size);
 
 /// One Kimi delta attention (KDA) kernel (`Kda`, spec 36 §6.1): short conv, chunked scan,
 /// recurrent decode or speculative verify, priced from the `kda_perf` table (exact or nearest
@@ -552,6 +553,7 @@ pub struct KdaOp {
     #[serde(default)]
     pub draft_tokens: i64,
 }
+at_least_one!(KdaOp: d_model, d_conv, num_k_heads, head_k_dim, num_v_heads, head_v_dim);
 
 /// Two op groups running concurrently: latency is the max, energy the sum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -49,6 +49,9 @@ impl Op {
             Op::Mhc(_) => "Mhc",
             Op::Dsv4Context(_) => "Dsv4Context",
             Op::Dsv4Generation(_) => "Dsv4Generation",
+            Op::MsaContext(_) => "MsaContext",
+            Op::MsaGeneration(_) => "MsaGeneration",
+            Op::Kda(_) => "Kda",
         }
     }
 
@@ -74,6 +77,8 @@ impl Op {
             Op::Mamba2(o) => o.at_least_one(),
             Op::Mhc(o) => o.at_least_one(),
             Op::Dsv4Context(o) | Op::Dsv4Generation(o) => o.at_least_one(),
+            Op::MsaContext(o) | Op::MsaGeneration(o) => o.at_least_one(),
+            Op::Kda(o) => o.at_least_one(),
             Op::Overlap(_) | Op::Fallback(_) => Vec::new(),
         }
     }
