@@ -3,7 +3,7 @@
 //! `kernel_source` value; the order decides which lane answers a slice at query time.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::data::parquet::RawTable;
@@ -11,6 +11,7 @@ use crate::data::sources::{Source, SourceResolver};
 use crate::data::system::{yaml_scalar_text, SystemSpec};
 use crate::data::versions::lane_default_key;
 use crate::error::{AicError, Result};
+use crate::fast_hash::FastHashSet;
 use crate::spec::Backend;
 
 /// The lane of rows without a `kernel_source` column or value.
@@ -64,8 +65,8 @@ type FullKey = (SliceKey, i64, i64, i64);
 
 #[derive(Default)]
 struct LaneAcc {
-    slices: HashSet<SliceKey>,
-    rows: HashSet<FullKey>,
+    slices: FastHashSet<SliceKey>,
+    rows: FastHashSet<FullKey>,
 }
 
 /// Accumulates lane densities over sources in priority order.

@@ -1,14 +1,17 @@
 //! Context and generation attention tables (spec 10 §4.2–§4.3, 11 §4.2): one first-wins
 //! sub-table per kernel lane (`kernel_source`), each holding slices keyed by dtypes, KV heads,
 //! head size and window, with grids over (heads, isl, batch) or (heads, batch, KV position).
-//! Generation rows are raised to their SOL at load.
+//! Generation rows are raised to their SOL at load. A slice's grid is built on its first
+//! lookup: a sweep reads a few of a table's slices, and building every grid dominated a fresh
+//! process's first call.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::data::sources::SourceResolver;
 use crate::data::system::SystemSpec;
 use crate::error::Result;
+use crate::fast_hash::FastHashMap;
 use crate::lookup::sol::{generation_attention_sol_ms, AttentionSolParams};
 use crate::lookup::{Grid, GridBuilder, Leaf};
 use crate::spec::{FmhaQuant, KvQuant};
@@ -61,7 +64,26 @@ impl std::fmt::Display for SliceKey {
 pub struct Lane {
     /// The `kernel_source` value (`default` for rows without one).
     pub name: String,
-    slices: HashMap<SliceKey, Arc<Grid>>,
+    slices: HashMap<SliceKey, LazyGrid>,
+}
+
+/// One slice's rows, built into a grid on first use (the same builder, so the same grid).
+#[derive(Debug)]
+struct LazyGrid {
+    rows: Mutex<Option<GridBuilder>>,
+    sqrt_axis: Option<usize>,
+    grid: OnceLock<Arc<Grid>>,
+}
+
+impl LazyGrid {
+    fn get(&self) -> &Arc<Grid> {
+        // `OnceLock` runs one initialiser at a time, so the builder is taken exactly once.
+        self.grid.get_or_init(|| {
+            let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+            let builder = rows.take().unwrap_or_else(|| GridBuilder::new(3));
+            Arc::new(builder.build(self.sqrt_axis))
+        })
+    }
 }
 
 /// An attention table: lanes in first-seen order.
@@ -97,17 +119,28 @@ impl AttentionTable {
                 "power",
             ],
         )?;
-        let mut lanes: Vec<(String, HashMap<SliceKey, GridBuilder>)> = Vec::new();
+        let mut lanes: Vec<(String, FastHashMap<SliceKey, GridBuilder>)> = Vec::new();
         let mut rows = 0usize;
         let mut used = Vec::new();
         for (table, filter) in &tables {
             let before = rows;
-            let kernel = table.opt_str("kernel_source")?;
+            // Strings stay dictionary-coded: the filter, the lane and the dtypes are decided
+            // once per distinct value, not once per row.
+            let kernel = table.opt_str_codes("kernel_source")?;
+            let kernel_ok: Vec<bool> = kernel
+                .as_ref()
+                .map(|c| c.values.iter().map(|v| passes_filter(filter, Some(v.as_str()))).collect())
+                .unwrap_or_default();
+            let no_kernel_ok = passes_filter(filter, None);
+            let mut lane_of: Vec<Option<usize>> = vec![None; kernel.as_ref().map_or(1, |c| c.values.len())];
             let attn = match kind {
-                AttentionKind::Context => Some(table.str("attn_dtype")?),
+                AttentionKind::Context => Some(table.str_codes("attn_dtype")?),
                 AttentionKind::Generation => None,
             };
-            let kv = table.str("kv_cache_dtype")?;
+            let fmha_of: Vec<Option<FmhaQuant>> =
+                attn.as_ref().map(|a| a.values.iter().map(|v| FmhaQuant::parse(v)).collect()).unwrap_or_default();
+            let kv = table.str_codes("kv_cache_dtype")?;
+            let kv_of: Vec<Option<KvQuant>> = kv.values.iter().map(|v| KvQuant::parse(v)).collect();
             let heads = table.int("num_heads")?;
             let kv_heads = table.int("num_key_value_heads")?;
             let head_dim = table.int("head_dim")?;
@@ -121,18 +154,21 @@ impl AttentionTable {
             let latency = table.float("latency")?;
             let power = table.opt_float("power")?;
             for i in 0..table.num_rows {
-                let lane_name = kernel.map_or("default", |c| c[i].as_str());
-                if !passes_filter(filter, kernel.map(|c| c[i].as_str())) {
+                let (ok, lane_code) = match &kernel {
+                    Some(c) => (kernel_ok[c.codes[i] as usize], c.codes[i] as usize),
+                    None => (no_kernel_ok, 0),
+                };
+                if !ok {
                     continue;
                 }
-                let fmha = match attn {
-                    Some(col) => match FmhaQuant::parse(&col[i]) {
+                let fmha = match &attn {
+                    Some(a) => match fmha_of[a.codes[i] as usize] {
                         Some(q) => Some(q),
                         None => continue,
                     },
                     None => None,
                 };
-                let Some(kvq) = KvQuant::parse(&kv[i]) else { continue };
+                let Some(kvq) = kv_of[kv.codes[i] as usize] else { continue };
                 let n = to_u64(heads[i], "num_heads", table)?;
                 let nkv = to_u64(kv_heads[i], "num_key_value_heads", table)?;
                 let key = SliceKey {
@@ -149,8 +185,8 @@ impl AttentionTable {
                 let s = to_u64(isl[i], "isl", table)?;
                 let p = power.as_ref().map_or(0.0, |c| c[i]);
                 let mut leaf = Leaf::new(latency[i], p);
-                let coords = match kind {
-                    AttentionKind::Context => vec![n, s, b],
+                let coords: [u64; 3] = match kind {
+                    AttentionKind::Context => [n, s, b],
                     AttentionKind::Generation => {
                         let s = s + to_u64(step.expect("generation step column")[i], "step", table)?;
                         let params = AttentionSolParams {
@@ -166,14 +202,22 @@ impl AttentionTable {
                         if sol > leaf.latency {
                             leaf.latency = sol;
                         }
-                        vec![n, b, s]
+                        [n, b, s]
                     }
                 };
-                let lane = match lanes.iter().position(|l| l.0 == lane_name) {
+                let lane = match lane_of[lane_code] {
                     Some(p) => p,
                     None => {
-                        lanes.push((lane_name.to_string(), HashMap::new()));
-                        lanes.len() - 1
+                        let lane_name = kernel.as_ref().map_or("default", |c| c.values[lane_code].as_str());
+                        let p = match lanes.iter().position(|l| l.0 == lane_name) {
+                            Some(p) => p,
+                            None => {
+                                lanes.push((lane_name.to_string(), FastHashMap::default()));
+                                lanes.len() - 1
+                            }
+                        };
+                        lane_of[lane_code] = Some(p);
+                        p
                     }
                 };
                 let grid = lanes[lane].1.entry(key).or_insert_with(|| GridBuilder::new(3));
@@ -198,7 +242,10 @@ impl AttentionTable {
             .into_iter()
             .map(|(name, slices)| Lane {
                 name,
-                slices: slices.into_iter().map(|(k, b)| (k, Arc::new(b.build(sqrt_axis)))).collect(),
+                slices: slices
+                    .into_iter()
+                    .map(|(k, b)| (k, LazyGrid { rows: Mutex::new(Some(b)), sqrt_axis, grid: OnceLock::new() }))
+                    .collect(),
             })
             .collect();
         Ok(AttentionTable { kind, lanes, sources: used })
@@ -219,7 +266,7 @@ impl AttentionTable {
     pub fn slices(&self) -> Vec<(&str, &SliceKey, &Grid)> {
         let mut out = Vec::new();
         for lane in &self.lanes {
-            let mut slices: Vec<(&SliceKey, &Grid)> = lane.slices.iter().map(|(k, g)| (k, &**g)).collect();
+            let mut slices: Vec<(&SliceKey, &Grid)> = lane.slices.iter().map(|(k, g)| (k, &**g.get())).collect();
             slices.sort_by_key(|(k, _)| (k.fmha.map(|q| q.as_str()), k.kv.as_str(), k.n_kv_lookup, k.head, k.window));
             out.extend(slices.into_iter().map(|(k, g)| (lane.name.as_str(), k, g)));
         }
@@ -252,10 +299,10 @@ impl AttentionTable {
         for wanted in lane_order {
             if let Some(lane) = self.lanes.iter().find(|l| &l.name == wanted) {
                 if let Some(g) = lane.slices.get(key) {
-                    return Some((&lane.name, g));
+                    return Some((&lane.name, g.get()));
                 }
             }
         }
-        self.lanes.iter().find_map(|l| l.slices.get(key).map(|g| (l.name.as_str(), g)))
+        self.lanes.iter().find_map(|l| l.slices.get(key).map(|g| (l.name.as_str(), g.get())))
     }
 }
