@@ -462,7 +462,52 @@ CASES = [
          "wall_time must be a finite number of seconds >= 0 (0: not measured), got -1",
          lambda s: _aic.ForwardPassPerfModel.from_regression().tune_with_fpms(
              [[{"wall_time": -1, "scheduled_requests": {"num_decode_requests": 1}}]])),
+    # ---- config fields every family's op list needs (issue 22 follow-up)
+    Case("config-gdn-key-heads-zero", "Qwen3.5-27B config with `linear_num_key_heads: 0`", ValueError,
+         "model config: linear_num_key_heads must be at least 1, got 0",
+         lambda s: compile_engine(s.qwen35_27b(linear_num_key_heads=0), "h200_sxm", "vllm")),
+    Case("config-gemma-global-kv-heads", "gemma-4-26B config (16 heads) with `num_global_key_value_heads: 3`",
+         ValueError, "model config: num_attention_heads 16 must be divisible by num_global_key_value_heads 3",
+         lambda s: compile_engine(s.shipped("google/gemma-4-26B-A4B",
+                                            lambda c: c.__setitem__("num_global_key_value_heads", 3)),
+                                  "h200_sxm", "vllm")),
+    Case("config-mimo-swa-kv-heads", "MiMo-V2-Flash config (64 heads) with `swa_num_key_value_heads: 3`",
+         ValueError, "model config: num_attention_heads 64 must be divisible by swa_num_key_value_heads 3",
+         lambda s: compile_engine(s.shipped("XiaomiMiMo/MiMo-V2-Flash",
+                                            lambda c: c.__setitem__("swa_num_key_value_heads", 3)),
+                                  "h200_sxm", "sglang")),
+    Case("config-mamba-head-dim-zero", "Nemotron-H-56B config with `mamba_head_dim: 0`", ValueError,
+         "model config: mamba_head_dim must be at least 1, got 0",
+         lambda s: compile_engine(s.shipped("nvidia/Nemotron-H-56B-Base-8K", mamba_head_dim=0),
+                                  "h200_sxm", "trtllm")),
+    Case("config-nas-heads-in-group-zero", "Nemotron-Super-49B config with attention blocks of `n_heads_in_group: 0`",
+         ValueError, "model config: block_configs[].attention.n_heads_in_group must be at least 1, got 0",
+         lambda s: compile_engine(s.shipped("nvidia/Llama-3_3-Nemotron-Super-49B-v1", _nas_heads_in_group_zero),
+                                  "h200_sxm", "trtllm")),
+    Case("config-mla-vllm-v-head-dim-zero", "DeepSeek-V3 config with `v_head_dim: 0` on vLLM", ValueError,
+         "model config: v_head_dim must be at least 1, got 0",
+         lambda s: compile_engine(s.shipped("deepseek-ai/DeepSeek-V3", v_head_dim=0), "h200_sxm", "vllm",
+                                  tp_size=8, moe_ep_size=8)),
+    Case("config-dsv4-o-lora-rank-zero", "DeepSeek-V4-Flash config with `o_lora_rank: 0`", ValueError,
+         "model config: o_lora_rank must be at least 1, got 0",
+         lambda s: compile_engine(s.config_dir(_dsv4_config(o_lora_rank=0)), "h200_sxm", "sglang")),
+    Case("config-minimax-m3-head-dim-zero", "MiniMax-M3 config with `head_dim: 0`", ValueError,
+         "model config: head_dim must be at least 1, got 0",
+         lambda s: compile_engine(s.shipped("MiniMaxAI/MiniMax-M3", lambda c: c.__setitem__("head_dim", 0)),
+                                  "h200_sxm", "sglang")),
+    Case("config-kda-heads-zero", "Kimi-K3 config with `linear_attn_config.num_heads: 0`", ValueError,
+         "model config: linear_attn_config.num_heads must be at least 1, got 0",
+         lambda s: compile_engine(s.shipped("moonshotai/Kimi-K3",
+                                            lambda c: c["linear_attn_config"].__setitem__("num_heads", 0)),
+                                  "h200_sxm", "sglang")),
 ]
+
+
+def _nas_heads_in_group_zero(config: dict) -> None:
+    """Every attention block of a Nemotron-NAS ``block_configs`` gets ``n_heads_in_group: 0``."""
+    for block in config["block_configs"]:
+        if block["attention"].get("n_heads_in_group"):
+            block["attention"]["n_heads_in_group"] = 0
 
 
 def _spec_json_with(index: int, field: str, value) -> bytes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
@@ -166,6 +166,19 @@ def _mla_block(phase: str, scale: float, model: ModelConfig, ctx: BuildContext,
     return [ops.fallback(p + "mla_block", module, granular)]
 
 
+def check_mla_config(model: ModelConfig, ctx: BuildContext) -> None:
+    """The config fields the MLA op list needs: the other backends price MLA from fixed
+    DeepSeek geometry, vLLM with plain attention ops of ``num_key_value_heads // tp`` KV heads of
+    size ``v_head_dim`` (both must be at least 1)."""
+    if ctx.backend != "vllm":
+        return
+    config_checks.at_least_one(
+        "num_key_value_heads", model.num_kv_heads,
+        "vLLM prices MLA attention per KV head; DeepSeek-V3 configs set it to num_attention_heads")
+    config_checks.at_least_one("v_head_dim", model.v_head_dim,
+                               "the value head size of MLA attention, 128 for DeepSeek-V3")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of an MLA + MoE + shared-expert model."""
     tp, pp = ctx.tp_size, ctx.pp_size
@@ -175,6 +188,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     MI = model.moe_intermediate_size
     check_heads(n, tp)
     check_experts(E, mep)
+    check_mla_config(model, ctx)
     qm = ctx.moe_quant_mode
     mq = mla_quant(model, ctx)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
@@ -28,6 +28,11 @@ REQUIRED_KEYS = ("q_lora_rank", "o_lora_rank", "o_groups", "head_dim", "qk_rope_
                  "index_head_dim", "index_n_heads", "index_topk", "sliding_window",
                  "compress_ratios", "compress_rope_theta", "num_hash_layers", "hc_mult",
                  "hc_sinkhorn_iters", "hc_eps", "n_shared_experts")
+
+#: Config keys the Dsv4 attention op uses as sizes, each at least 1 (its ``o_groups`` is
+#: clamped to 1, its ``qk_rope_head_dim`` may be 0).
+DSV4_AT_LEAST_ONE = ("q_lora_rank", "o_lora_rank", "head_dim", "index_n_heads", "index_head_dim",
+                     "index_topk")
 
 #: Compress ratio -> attention kind.
 KIND_BY_RATIO = {4: "Csa", 128: "Hca"}
@@ -100,6 +105,10 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     groups = attention_groups(compress_ratios(model))  # config parsing precedes the TP checks
     check_heads(n, tp)
     check_experts(E, mep)
+    for key in DSV4_AT_LEAST_ONE:
+        config_checks.at_least_one(key, int(model.raw[key]),
+                                   "a size of the DeepSeek-V4 attention module; copy it from the "
+                                   "checkpoint's config.json")
     hc = int(model.raw["hc_mult"])
     sinkhorn = int(model.raw["hc_sinkhorn_iters"])
     qg, qm = ctx.gemm_quant_mode, ctx.moe_quant_mode

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ops
+from .. import config_checks, ops
 from ..errors import ConfigKeyError
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_experts, check_heads
@@ -117,6 +117,22 @@ def op_quant_modes(model: ModelConfig, ctx: BuildContext) -> tuple[str, str, str
     return qp, qs, qr
 
 
+def check_attention_config(model: ModelConfig, layout: GemmaLayout) -> None:
+    """The GQA fields of each attention kind present: sliding layers use ``num_key_value_heads``
+    and ``head_dim``, global layers ``num_global_key_value_heads`` and ``global_head_dim`` when
+    the config has them (else the sliding fields)."""
+    fields = model.text or model.raw
+    n = model.num_heads
+    if layout.sliding_layers:
+        config_checks.gqa(n, layout.swa_kv_heads, layout.swa_head_dim)
+    if layout.global_layers:
+        config_checks.gqa(
+            n, layout.global_kv_heads, layout.global_head_dim,
+            kv_field="num_global_key_value_heads" if fields.get("num_global_key_value_heads")
+            is not None else "num_key_value_heads",
+            dim_field="global_head_dim" if fields.get("global_head_dim") is not None else "head_dim")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a Gemma 4 model (spec 35 §7)."""
     layout = parse(model)
@@ -126,6 +142,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     vocab, E, topk, MI = model.vocab_size, model.num_experts, model.topk, model.moe_intermediate_size
     dense = is_dense(model)
     check_heads(n, tp)
+    check_attention_config(model, layout)
     if dense:
         if mep != 1:
             raise ValueError(f"dense Gemma 4 variants require moe_ep_size=1, got {mep}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_experts, check_heads
 from . import BuildContext
@@ -188,6 +188,23 @@ def _attention(phase: str, scale: float, n: int, nkv: int, d: int, window: int, 
     return ops.generation_attention(name, scale, n, nkv, d, window, ctx.kvcache_quant_mode)
 
 
+def check_attention_config(model: ModelConfig, layout: HybridLayout, sq: int, skv: int,
+                           shd: int) -> None:
+    """The GQA fields of each attention kind present. Sliding layers read their own fields when
+    the config sets them (MiMo's ``swa_num_key_value_heads`` / ``swa_head_dim``, Step's
+    ``attention_other_setting``), else the global ones."""
+    if layout.global_layers:
+        config_checks.gqa(model.num_heads, model.num_kv_heads, model.head_dim)
+    if layout.sliding_layers:
+        config_checks.gqa(
+            sq, skv, shd,
+            heads_field="attention_other_setting.num_attention_heads" if layout.swa_heads
+            else "num_attention_heads",
+            kv_field="swa_num_key_value_heads" if layout.swa_kv_heads else "num_key_value_heads",
+            dim_field=("attention_other_setting.head_dim" if model.family == "STEP3P7"
+                       else "swa_head_dim") if layout.swa_head_dim else "head_dim")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a hybrid-attention MoE model (spec 35 §5, §6)."""
     layout = parse(model)
@@ -203,6 +220,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     sq = layout.swa_heads or n
     skv = layout.swa_kv_heads or model.num_kv_heads
     shd = layout.swa_head_dim or d
+    check_attention_config(model, layout, sq, skv, shd)
     svd = layout.swa_v_head_dim or d
     gvd = layout.global_v_head_dim or d
     skv_r, gkv_r = ceil_div(skv, tp), ceil_div(model.num_kv_heads, tp)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
@@ -108,6 +108,25 @@ def kda(name: str, scale: float, kernel: str, phase: str, h: int, k: KimiK3Layou
     }}
 
 
+def check_layer_config(model: ModelConfig, k: KimiK3Layout, *, vllm: bool) -> None:
+    """The KDA op sizes of ``linear_attn_config``, and when there are MLA layers the LoRA ranks
+    and value head size their GEMMs use (plus the KV heads of vLLM's attention ops)."""
+    kda_fix = "a size of the KDA layers; copy it from the checkpoint's linear_attn_config"
+    if k.n_kda:
+        config_checks.at_least_one("linear_attn_config.num_heads", k.kda_heads, kda_fix)
+        config_checks.at_least_one("linear_attn_config.head_dim", k.kda_hd, kda_fix)
+        config_checks.at_least_one("linear_attn_config.short_conv_kernel_size", k.conv, kda_fix)
+    if k.n_mla:
+        mla_fix = "a size of the MLA layers; copy it from the checkpoint's text_config"
+        config_checks.at_least_one("q_lora_rank", k.q_lora, mla_fix)
+        config_checks.at_least_one("kv_lora_rank", k.kv_lora, mla_fix)
+        config_checks.at_least_one("v_head_dim", k.v_dim, mla_fix)
+        if vllm:
+            config_checks.at_least_one("num_key_value_heads", model.num_kv_heads,
+                                       "vLLM prices MLA attention per KV head; set it to "
+                                       "num_attention_heads")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a Kimi-K3 model (spec 36 §4.3, §4.4)."""
     k = parse(model)
@@ -124,6 +143,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
             f"shard would be truncated and has no collected kernel rows."
         )
     check_experts(E, mep)
+    check_layer_config(model, k, vllm=B == "vllm")
     g, kv, f, mq = ctx.gemm_quant_mode, ctx.kvcache_quant_mode, ctx.fmha_quant_mode, ctx.moe_quant_mode
     nk = k.kda_heads // tp
     p = nk * k.kda_hd

@@ -14,7 +14,7 @@ generation MoE members carry ``is_context: true`` as the reference's builder emi
 
 from __future__ import annotations
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
@@ -60,6 +60,8 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     MI = model.moe_intermediate_size
     check_heads(model.num_heads, tp)
     check_experts(E, mep)
+    config_checks.at_least_one("head_dim", model.head_dim, "the size of one MSA attention head; "
+                               "hidden_size / num_attention_heads when the config has none")
     g, mq = ctx.gemm_quant_mode, ctx.moe_quant_mode
     shared_n, shared_k = (2 * MI) // tp, MI // tp
     m = mtp_multiplier(L, ctx.nextn)

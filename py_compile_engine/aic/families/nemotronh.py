@@ -10,7 +10,7 @@ group counts (the reference prices the whole layer on every GPU).
 
 from __future__ import annotations
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_heads
 from . import BuildContext
@@ -90,6 +90,23 @@ def is_moe(model: ModelConfig) -> bool:
     return "E" in layer_pattern(model.raw)
 
 
+#: Geometry key -> config field of the Mamba2 op sizes that must be at least 1 (``n_groups``
+#: is clamped to 1 per rank).
+MAMBA_FIELDS = {"Hm": "mamba_num_heads", "Pd": "mamba_head_dim", "N": "ssm_state_size",
+                "K": "conv_kernel", "C": "chunk_size"}
+
+
+def check_layer_config(model: ModelConfig, g: dict) -> None:
+    """The Mamba2 sizes when the pattern has Mamba layers, the GQA fields when it has
+    attention layers."""
+    if g["cM"]:
+        for key, field in MAMBA_FIELDS.items():
+            config_checks.at_least_one(field, int(g[key]), "a size of the Mamba2 layers; copy it "
+                                                           "from the checkpoint's config.json")
+    if g["cA"]:
+        config_checks.gqa(model.num_heads, model.num_kv_heads, model.head_dim)
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a Nemotron-H model (spec 33 §3)."""
     g = mamba_geometry(model)
@@ -99,6 +116,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     vocab, E, topk, I, MI = (model.vocab_size, model.num_experts, model.topk,
                              model.intermediate_size, model.moe_intermediate_size)
     check_heads(n, tp)
+    check_layer_config(model, g)
     q, qm, kv, f = ctx.gemm_quant_mode, ctx.moe_quant_mode, ctx.kvcache_quant_mode, ctx.fmha_quant_mode
     backend = ctx.backend
     Hm, Pd, N, K, G, C = g["Hm"], g["Pd"], g["N"], g["K"], g["G"], g["C"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_heads
 from . import BuildContext
@@ -50,6 +50,27 @@ def _check_size(value: int) -> int:
     return value
 
 
+def check_block_config(model: ModelConfig, groups: list) -> None:
+    """Every attention block's ``n_heads_in_group`` (query heads per KV head) must be at least 1
+    and split ``num_attention_heads`` into whole groups (the block has ``n // n_heads_in_group``
+    KV heads); ``head_dim`` sizes the QKV GEMM."""
+    n = model.num_heads
+    if any(not attn_no_op for (_, attn_no_op, _, _), _ in groups):
+        config_checks.at_least_one("head_dim", model.head_dim, "the size of one attention head; "
+                                   "hidden_size / num_attention_heads when the config has none")
+    for (heads_in_group, attn_no_op, _, _), _ in groups:
+        if attn_no_op:
+            continue
+        field = "block_configs[].attention.n_heads_in_group"
+        if isinstance(heads_in_group, bool) or not isinstance(heads_in_group, int):
+            raise ValueError(f"model config: {field} must be an integer for an attention block, "
+                             f"got {heads_in_group!r} (query heads per KV head)")
+        config_checks.at_least_one(field, heads_in_group,
+                                   "query heads per KV head; 1 for multi-head attention")
+        config_checks.divisible("num_attention_heads", n, field, heads_in_group,
+                                "each block has num_attention_heads / n_heads_in_group KV heads")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a Nemotron-NAS model (spec 33 §6.3)."""
     tp, pp = ctx.tp_size, ctx.pp_size
@@ -63,6 +84,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
                       stacklevel=2)
         return [], []
     groups = block_groups(blocks)
+    check_block_config(model, groups)
     q, kv, f = ctx.gemm_quant_mode, ctx.kvcache_quant_mode, ctx.fmha_quant_mode
 
     lists = {}

@@ -13,7 +13,7 @@ are split per category (projection / dense FFN / shared expert, spec 31 §2.2).
 
 from __future__ import annotations
 
-from .. import ops
+from .. import config_checks, ops
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_heads
 from . import BuildContext
@@ -174,6 +174,21 @@ def check_experts(num_experts: int, moe_ep_size: int) -> None:
         )
 
 
+#: GDN geometry key -> the text_config field it comes from (each a GDN op size, at least 1).
+GDN_FIELDS = {"nk": "linear_num_key_heads", "hk": "linear_key_head_dim",
+              "nv": "linear_num_value_heads", "hv": "linear_value_head_dim",
+              "dc": "linear_conv_kernel_dim"}
+
+
+def check_gdn_config(g: dict) -> None:
+    """The Gated-DeltaNet sizes of ``gdn_geometry`` must each be at least 1."""
+    if not g["NL"]:
+        return
+    for key, field in GDN_FIELDS.items():
+        config_checks.at_least_one(field, g[key], "a size of the Gated-DeltaNet layers; copy it "
+                                                  "from the checkpoint's text_config")
+
+
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a Qwen3.5 / Qwen3.6 model (spec 31 §4)."""
     g = gdn_geometry(model)
@@ -184,7 +199,10 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
     I, MI, SI = model.intermediate_size, model.moe_intermediate_size, g["SI"]
     nk, hk, nv, hv, dc = g["nk"], g["hk"], g["nv"], g["hv"], g["dc"]
     check_heads(n, tp)
+    check_gdn_config(g)
     check_gdn_heads(nk, nv, tp)
+    if g["NF"]:
+        config_checks.gqa(n, model.num_kv_heads, d)
     moe_model = E > 0
     if moe_model:
         check_experts(E, mep)
