@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::data::handover::{self, ATTENTION_COLUMNS};
 use crate::data::parquet::RawTable;
 use crate::data::sources::{Source, SourceResolver};
 use crate::data::system::{yaml_scalar_text, SystemSpec};
@@ -117,7 +118,21 @@ impl DensityAcc {
             "batch_size",
             "step",
         ];
-        let t = RawTable::read_columns(&source.path, cols)?;
+        // Decode what the engine's attention loader reads too, and hand the table over to it
+        // afterwards (data::handover); a file whose extra columns do not decode is counted
+        // from the lane columns alone, as before.
+        let (t, full) = match RawTable::read_columns(&source.path, ATTENTION_COLUMNS) {
+            Ok(t) => (t, true),
+            Err(_) => (RawTable::read_columns(&source.path, cols)?, false),
+        };
+        self.count(source, phase, &t)?;
+        if full {
+            handover::keep(&source.path, ATTENTION_COLUMNS, t);
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, source: &Source, phase: AttentionPhase, t: &RawTable) -> Result<()> {
         let kernel = t.opt_str_codes("kernel_source")?;
         let attn = match phase {
             AttentionPhase::Context => Some(t.str_codes("attn_dtype")?),

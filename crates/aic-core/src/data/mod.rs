@@ -3,6 +3,8 @@
 //! the loaded tables themselves and the attention lane orders derived from them.
 
 pub mod catalogue;
+mod handover;
+mod dir_listing;
 pub mod lanes;
 pub mod parquet;
 mod sidecars;

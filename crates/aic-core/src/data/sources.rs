@@ -125,12 +125,10 @@ fn dir_usable(dir: &Path) -> bool {
 /// Stems of the parquet files in a directory (`gemm_perf`), sorted.
 fn parquet_stems(dir: &Path) -> Vec<String> {
     let mut stems = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if let Some(stem) = name.strip_suffix(".parquet") {
-                if !name.starts_with('.') && entry.path().is_file() {
+    if let Some(entries) = super::dir_listing::entries(dir) {
+        for e in entries.iter() {
+            if let Some(stem) = e.name.strip_suffix(".parquet") {
+                if !e.name.starts_with('.') && e.is_file {
                     stems.push(stem.to_string());
                 }
             }

@@ -178,20 +178,15 @@ impl QueryVersions {
 
 /// Sorted, de-duplicated names of subdirectories of `dir` (not starting with `.`).
 pub(crate) fn subdir_names(dir: &Path) -> Vec<String> {
-    let mut names = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if name.starts_with('.') {
-                continue;
-            }
-            if entry.path().is_dir() {
-                names.push(name);
-            }
-        }
-    }
+    let mut names: Vec<String> = super::dir_listing::entries(dir)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter(|e| e.utf8 && !e.name.starts_with('.') && e.is_dir)
+                .map(|e| e.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
     names.sort();
     names.dedup();
     names
@@ -237,15 +232,13 @@ pub(crate) fn version_names(data_dir: &Path, backend: &str) -> Vec<String> {
 /// declares which donor's tables it uses. A folder with only markers, a sidecar or nothing at
 /// all is not a version with data (it would silently take every table from other versions).
 pub(crate) fn dir_has_table(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Some(entries) = super::dir_listing::entries(dir) else {
         return false;
     };
-    entries.flatten().any(|e| {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        !name.starts_with('.')
-            && (name.ends_with(".parquet") || name == super::sidecars::REUSE_FILE)
-            && e.path().is_file()
+    entries.iter().any(|e| {
+        !e.name.starts_with('.')
+            && (e.name.ends_with(".parquet") || e.name == super::sidecars::REUSE_FILE)
+            && e.is_file
     })
 }
 
@@ -262,14 +255,12 @@ pub(crate) fn versions_with_tables(data_dir: &Path, backend: &str) -> Vec<String
 
 /// True when the directory holds a regular file other than dot-files and legacy markers.
 fn holds_data_file(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Some(entries) = super::dir_listing::entries(dir) else {
         return false;
     };
-    entries.flatten().any(|e| {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        !name.starts_with('.') && !MARKER_FILES.contains(&name.as_ref()) && e.path().is_file()
-    })
+    entries
+        .iter()
+        .any(|e| !e.name.starts_with('.') && !MARKER_FILES.contains(&e.name.as_str()) && e.is_file)
 }
 
 /// The queryable slots of (system, backend); `None` when the pair is ungated (no `current`

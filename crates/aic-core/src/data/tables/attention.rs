@@ -102,23 +102,7 @@ impl AttentionTable {
             AttentionKind::Generation => "generation_attention_perf.parquet",
         };
         let sources = resolver.sources(basename);
-        let tables = read_sources(
-            &sources,
-            &[
-                "kernel_source",
-                "attn_dtype",
-                "kv_cache_dtype",
-                "num_heads",
-                "num_key_value_heads",
-                "head_dim",
-                "window_size",
-                "isl",
-                "step",
-                "batch_size",
-                "latency",
-                "power",
-            ],
-        )?;
+        let tables = read_sources(&sources, crate::data::handover::ATTENTION_COLUMNS)?;
         let mut lanes: Vec<(String, FastHashMap<SliceKey, GridBuilder>)> = Vec::new();
         let mut rows = 0usize;
         let mut used = Vec::new();

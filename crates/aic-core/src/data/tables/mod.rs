@@ -305,7 +305,10 @@ pub(crate) fn read_sources_of(sources: &[Source], wanted: &[&str], latency: Late
         if !src.path.is_file() {
             continue;
         }
-        let table = RawTable::read_columns(&src.path, wanted)?;
+        let table = match crate::data::handover::take(&src.path, wanted) {
+            Some(t) => t,
+            None => RawTable::read_columns(&src.path, wanted)?,
+        };
         check_measurements(&table, latency)?;
         out.push((table, src.kernel_filter.clone().map(Arc::new)));
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::data::sources::SourceResolver;
 use crate::error::Result;
+use crate::fast_hash::FastHashMap;
 use crate::lookup::{Grid, GridBuilder, Leaf};
 
 use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
@@ -107,6 +108,10 @@ pub struct MoeTable {
     sources: Vec<SourceRows>,
 }
 
+/// A curve's key while loading: interned remapped quant and distribution, then topk,
+/// num_experts, hidden_size, inter_size, moe_tp_size, moe_ep_size.
+type CompactKey = (u32, u32, [u64; 6]);
+
 const LOW_LATENCY_KERNEL: &str = "moe_torch_flow_min_latency";
 
 fn remap_quant<'a>(quant: &'a str, kernel: Option<&str>) -> &'a str {
@@ -138,44 +143,86 @@ impl MoeTable {
                 "kernel_source",
             ],
         )?;
-        let mut builders: [HashMap<MoeKey, GridBuilder>; 2] = [HashMap::new(), HashMap::new()];
-        let mut orders: [Vec<MoeKey>; 2] = [Vec::new(), Vec::new()];
+        // Curves in first-seen order per table (standard, low-latency), found through a compact
+        // key: the strings stay dictionary-coded, and the remapped quant and the distribution
+        // are interned once per distinct value of a file instead of cloned per row.
+        let mut curves: [Vec<(MoeKey, GridBuilder)>; 2] = [Vec::new(), Vec::new()];
+        let mut index: [FastHashMap<CompactKey, usize>; 2] = [FastHashMap::default(), FastHashMap::default()];
+        let mut names: Vec<String> = Vec::new();
+        let intern = |names: &mut Vec<String>, s: &str| -> u32 {
+            match names.iter().position(|n| n == s) {
+                Some(p) => p as u32,
+                None => {
+                    names.push(s.to_string());
+                    (names.len() - 1) as u32
+                }
+            }
+        };
         let mut rows = 0usize;
         let mut used = Vec::new();
         for (table, filter) in &tables {
             let before = rows;
-            let quant = table.str("moe_dtype")?;
-            let dist = table.str("distribution")?;
+            let quant = table.str_codes("moe_dtype")?;
+            let dist = table.str_codes("distribution")?;
             let ints: Vec<&[i64]> = ["topk", "num_experts", "hidden_size", "inter_size", "moe_tp_size", "moe_ep_size", "num_tokens"]
                 .iter()
                 .map(|c| table.int(c))
                 .collect::<Result<_>>()?;
             let latency = table.float("latency")?;
             let power = table.opt_float("power")?;
-            let kernel = table.opt_str("kernel_source")?;
+            let kernel = table.opt_str_codes("kernel_source")?;
+            // Per distinct kernel value (one slot when the column is absent): passes the
+            // filter, which table, and the remapped quant id of each distinct quant value.
+            let kernel_values: Vec<Option<&str>> = match &kernel {
+                Some(k) => k.values.iter().map(|v| Some(v.as_str())).collect(),
+                None => vec![None],
+            };
+            let kernel_ok: Vec<bool> = kernel_values.iter().map(|ks| passes_filter(filter, *ks)).collect();
+            let kernel_which: Vec<usize> =
+                kernel_values.iter().map(|ks| usize::from(*ks == Some(LOW_LATENCY_KERNEL))).collect();
+            let quant_ids: Vec<Vec<u32>> = kernel_values
+                .iter()
+                .map(|ks| quant.values.iter().map(|q| intern(&mut names, remap_quant(q, *ks))).collect())
+                .collect();
+            let dist_ids: Vec<u32> = dist.values.iter().map(|d| intern(&mut names, d)).collect();
             for i in 0..table.num_rows {
-                let ks = kernel.map(|c| c[i].as_str());
-                if !passes_filter(filter, ks) {
+                let kc = kernel.as_ref().map_or(0, |k| k.codes[i] as usize);
+                if !kernel_ok[kc] {
                     continue;
                 }
-                let which = usize::from(ks == Some(LOW_LATENCY_KERNEL));
+                let which = kernel_which[kc];
                 let u = |c: usize, name: &str| to_u64(ints[c][i], name, table);
-                let key = MoeKey {
-                    quant: remap_quant(&quant[i], ks).to_string(),
-                    distribution: dist[i].clone(),
-                    topk: u(0, "topk")?,
-                    num_experts: u(1, "num_experts")?,
-                    hidden_size: u(2, "hidden_size")?,
-                    inter_size: u(3, "inter_size")?,
-                    moe_tp_size: u(4, "moe_tp_size")?,
-                    moe_ep_size: u(5, "moe_ep_size")?,
-                };
+                let dims = [
+                    u(0, "topk")?,
+                    u(1, "num_experts")?,
+                    u(2, "hidden_size")?,
+                    u(3, "inter_size")?,
+                    u(4, "moe_tp_size")?,
+                    u(5, "moe_ep_size")?,
+                ];
+                let compact: CompactKey =
+                    (quant_ids[kc][quant.codes[i] as usize], dist_ids[dist.codes[i] as usize], dims);
                 let tokens = u(6, "num_tokens")?;
                 let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
-                if !builders[which].contains_key(&key) {
-                    orders[which].push(key.clone());
-                }
-                if builders[which].entry(key).or_insert_with(|| GridBuilder::new(1)).insert(vec![tokens], leaf) {
+                let at = match index[which].get(&compact) {
+                    Some(&at) => at,
+                    None => {
+                        let key = MoeKey {
+                            quant: names[compact.0 as usize].clone(),
+                            distribution: names[compact.1 as usize].clone(),
+                            topk: dims[0],
+                            num_experts: dims[1],
+                            hidden_size: dims[2],
+                            inter_size: dims[3],
+                            moe_tp_size: dims[4],
+                            moe_ep_size: dims[5],
+                        };
+                        curves[which].push((key, GridBuilder::new(1)));
+                        index[which].insert(compact, curves[which].len() - 1);
+                        curves[which].len() - 1
+                    }
+                };
+                if curves[which][at].1.insert([tokens], leaf) {
                     rows += 1;
                 }
             }
@@ -184,13 +231,13 @@ impl MoeTable {
         if rows == 0 {
             return Err(no_rows_message("MoE", &sources));
         }
-        let [std, ll] = builders;
-        let [std_order, ll_order] = orders;
-        let build = |b: HashMap<MoeKey, GridBuilder>, order: Vec<MoeKey>| {
-            let distributions = b.keys().map(|k| (k.quant.clone(), k.distribution.clone())).collect();
+        let [std, ll] = curves;
+        let build = |b: Vec<(MoeKey, GridBuilder)>| {
+            let order: Vec<MoeKey> = b.iter().map(|(k, _)| k.clone()).collect();
+            let distributions = b.iter().map(|(k, _)| (k.quant.clone(), k.distribution.clone())).collect();
             MoeCurves { curves: b.into_iter().map(|(k, g)| (k, Arc::new(g.build(None)))).collect(), order, distributions }
         };
-        Ok(MoeTable { standard: build(std, std_order), low_latency: build(ll, ll_order), sources: used })
+        Ok(MoeTable { standard: build(std), low_latency: build(ll), sources: used })
     }
 
     /// The files this table was merged from, with the rows each contributed.
