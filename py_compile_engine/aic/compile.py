@@ -22,6 +22,7 @@ from typing import Protocol
 from . import families, paths
 from .families import BuildContext
 from ._native import native
+from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config
 from .parallel import apply_defaults, check_cp, resolve_parallel, validate_nextn
 from .quant import VOCABULARIES, QuantModes, resolve_quant, validate_mode_names
@@ -36,6 +37,10 @@ from .spec_builder import (
 )
 
 BACKENDS = ("trtllm", "sglang", "vllm")
+
+#: ``compile_report`` keywords for aic's own callers and tests (config roots, stand-in resolvers),
+#: not taken by the public entry points.
+INTERNAL_KEYWORDS = ("model_configs_path", "resolver")
 
 
 class Resolver(Protocol):
@@ -243,29 +248,9 @@ def compile_report(
     )
 
 
-def compile_engine_json(
-    model_path,
-    system: str,
-    backend: str,
-    backend_version: str | None = None,
-    *,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    attention_dp_size: int = 1,
-    moe_tp_size: int | None = None,
-    moe_ep_size: int | None = None,
-    cp_size: int = 1,
-    gemm_quant_mode: str | None = None,
-    moe_quant_mode: str | None = None,
-    kvcache_quant_mode: str | None = None,
-    fmha_quant_mode: str | None = None,
-    comm_quant_mode: str | None = None,
-    nextn: int = 0,
-    kv_block_size: int | None = None,
-    systems_path: str | os.PathLike | None = None,
-    database_mode: str | None = None,
-    attention_backend: str | None = None,
-) -> str:
+@forwards_keywords_of(compile_report, omit=INTERNAL_KEYWORDS)
+def compile_engine_json(model_path, system: str, backend: str, backend_version: str | None = None,
+                        **deployment) -> str:
     """Compiles ``model_path`` for the deployment and returns the EngineSpec as JSON text.
 
     ``model_path``: an HF id whose config ships with aic (e.g. ``"Qwen/Qwen3-32B"``), or a local
@@ -276,51 +261,13 @@ def compile_engine_json(
     ``attention_dp_size`` 1; MoE models need ``moe_tp_size * moe_ep_size == cp_size``). Invalid
     input raises ``ValueError`` (an unsupported CP backend or family: ``NotImplementedError``).
     """
-    return compile_report(
-        model_path, system, backend, backend_version,
-        tp_size=tp_size, pp_size=pp_size, attention_dp_size=attention_dp_size,
-        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size, cp_size=cp_size,
-        gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
-        kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
-        comm_quant_mode=comm_quant_mode, nextn=nextn, kv_block_size=kv_block_size,
-        systems_path=systems_path, database_mode=database_mode,
-        attention_backend=attention_backend,
-    ).spec_json
+    return compile_report(model_path, system, backend, backend_version, **deployment).spec_json
 
 
-def compile_engine(
-    model_path,
-    system: str,
-    backend: str,
-    backend_version: str | None = None,
-    *,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    attention_dp_size: int = 1,
-    moe_tp_size: int | None = None,
-    moe_ep_size: int | None = None,
-    cp_size: int = 1,
-    gemm_quant_mode: str | None = None,
-    moe_quant_mode: str | None = None,
-    kvcache_quant_mode: str | None = None,
-    fmha_quant_mode: str | None = None,
-    comm_quant_mode: str | None = None,
-    nextn: int = 0,
-    kv_block_size: int | None = None,
-    systems_path: str | os.PathLike | None = None,
-    database_mode: str | None = None,
-    attention_backend: str | None = None,
-) -> bytes:
+@forwards_keywords_of(compile_report, omit=INTERNAL_KEYWORDS)
+def compile_engine(model_path, system: str, backend: str, backend_version: str | None = None,
+                   **deployment) -> bytes:
     """Like :func:`compile_engine_json`, encoded to the binary EngineSpec wire format
     (load it with ``AicEngine.from_spec``)."""
-    spec_json = compile_engine_json(
-        model_path, system, backend, backend_version,
-        tp_size=tp_size, pp_size=pp_size, attention_dp_size=attention_dp_size,
-        moe_tp_size=moe_tp_size, moe_ep_size=moe_ep_size, cp_size=cp_size,
-        gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
-        kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
-        comm_quant_mode=comm_quant_mode, nextn=nextn, kv_block_size=kv_block_size,
-        systems_path=systems_path, database_mode=database_mode,
-        attention_backend=attention_backend,
-    )
+    spec_json = compile_engine_json(model_path, system, backend, backend_version, **deployment)
     return bytes(native().encode_spec(spec_json))

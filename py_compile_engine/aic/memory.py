@@ -16,6 +16,8 @@ import json
 import os
 
 from . import paths
+from .compile import INTERNAL_KEYWORDS, compile_report
+from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config
 
 #: The memory-fraction kind each backend applies by default (the reference rejects any other
@@ -195,6 +197,9 @@ def _unbuilt_engine(model, system: str, backend: str, sizes: dict) -> dict:
     return engine
 
 
+@forwards_keywords_of(
+    compile_report, omit=INTERNAL_KEYWORDS + ("kv_block_size", "database_mode", "attention_backend")
+)
 def estimate_kv_cache(
     model,
     system: str,
@@ -205,21 +210,9 @@ def estimate_kv_cache(
     max_batch_size: int = 256,
     memory_fraction_kind: str | None = None,
     memory_fraction_value: float = 0.9,
-    tp_size: int = 1,
-    pp_size: int = 1,
-    attention_dp_size: int = 1,
-    moe_tp_size: int | None = None,
-    moe_ep_size: int | None = None,
-    cp_size: int = 1,
-    gemm_quant_mode: str | None = None,
-    moe_quant_mode: str | None = None,
-    kvcache_quant_mode: str | None = None,
-    fmha_quant_mode: str | None = None,
-    comm_quant_mode: str | None = None,
-    nextn: int = 0,
-    systems_path: str | os.PathLike | None = None,
     gpu_memory_capacity_bytes_override: int | None = None,
     tolerance_fraction: float | None = None,
+    **deployment,
 ) -> dict:
     """Per-GPU KV-cache capacity of ``model`` deployed on ``system`` with ``backend``.
 
@@ -236,7 +229,7 @@ def estimate_kv_cache(
     KV cache, so the KV per token is not divided by ``cp_size``; a CP configuration the compile
     step refuses is reported like any other model that cannot be built.
     """
-    from .compile import _check_backend, compile_report, native
+    from .compile import _check_backend, native
 
     mod = native()
     request = _request(backend, max_num_tokens, max_batch_size, memory_fraction_kind,
@@ -245,18 +238,13 @@ def estimate_kv_cache(
     request_json = json.dumps(request)
     # Version resolution comes first; its errors are raised unchanged.
     _check_backend(backend)
-    root = paths.systems_path(systems_path)
+    root = paths.systems_path(deployment["systems_path"])
     mod.resolve_backend_version(str(root), system, backend, backend_version)
 
-    sizes = {"tp_size": tp_size, "pp_size": pp_size, "attention_dp_size": attention_dp_size,
-             "moe_tp_size": moe_tp_size, "moe_ep_size": moe_ep_size}
+    sizes = {name: deployment[name]
+             for name in ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")}
     try:
-        result = compile_report(
-            model, system, backend, backend_version, **sizes, cp_size=cp_size,
-            gemm_quant_mode=gemm_quant_mode, moe_quant_mode=moe_quant_mode,
-            kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
-            comm_quant_mode=comm_quant_mode, nextn=nextn, systems_path=systems_path,
-        )
+        result = compile_report(model, system, backend, backend_version, **deployment)
     except (ValueError, AssertionError, NotImplementedError, OverflowError) as exc:
         # Every compile failure becomes the reference's "unsupported model" ValueError: the
         # AssertionError of NEMOTRONNAS with nextn (spec 33 §6.5), a CP refusal

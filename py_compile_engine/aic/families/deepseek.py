@@ -19,9 +19,7 @@ from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
 from .llama import mtp_multiplier
-
-#: Expert-load model of the routed experts of this family.
-WORKLOAD_DISTRIBUTION = "power_law_1.01"
+from .shared_expert_moe import WORKLOAD_DISTRIBUTION, shared_expert_moe  # noqa: F401 (re-export)
 
 # Hard-coded DeepSeek-V3 MLA widths (not read from the config, spec 30 §8.1).
 DOWNSCALE_N = 2112  # q_lora_rank + kv_lora_rank + qk_rope_head_dim = 1536 + 512 + 64
@@ -182,39 +180,16 @@ def check_mla_config(model: ModelConfig, ctx: BuildContext) -> None:
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of an MLA + MoE + shared-expert model."""
     tp, pp = ctx.tp_size, ctx.pp_size
-    mtp, mep, adp = ctx.moe_tp_size, ctx.moe_ep_size, ctx.attention_dp_size
     L, h, n = model.num_layers, model.hidden_size, model.num_heads
-    vocab, E, topk = model.vocab_size, model.num_experts, model.topk
-    MI = model.moe_intermediate_size
+    vocab, E, MI = model.vocab_size, model.num_experts, model.moe_intermediate_size
     check_heads(n, tp)
-    check_experts(E, mep)
+    check_experts(E, ctx.moe_ep_size)
     check_mla_config(model, ctx)
-    qm = ctx.moe_quant_mode
     mq = mla_quant(model, ctx)
-
-    shared_n = (2 * MI) // tp
-    shared_k = MI // tp
+    moe = shared_expert_moe(model, ctx, shared_n=(2 * MI) // tp, shared_k=MI // tp,
+                            shared_quant=mq.shared, generation_dispatch_is_context=False)
     vocab_tp = vocab // tp
     m = mtp_multiplier(L, ctx.nextn)
-
-    def router(p, s):
-        return ops.gemm(p + "router_gemm", s, E, h, "bfloat16")
-
-    def dispatch(p, s, pre, is_context):
-        name = p + ("moe_pre_dispatch" if pre else "moe_post_dispatch")
-        return ops.moe_dispatch(name, s, h, topk, E, mtp, mep, adp, pre, ctx.backend, qm,
-                                is_context=is_context)
-
-    def routed(p, s):
-        return ops.moe(p + "moe", s, h, MI, topk, E, mtp, mep, adp, qm, WORKLOAD_DISTRIBUTION,
-                       is_context=True)
-
-    def shared(p, s):
-        return [
-            ops.gemm(p + "shared_gate_up_gemm", s, shared_n, h, mq.shared),
-            ops.elementwise(p + "shared_act_gate", s, shared_n, shared_k),
-            ops.gemm(p + "shared_ffn2_gemm", s, h, shared_k, mq.shared),
-        ]
 
     # context
     p, s = "context_", float(L)
@@ -223,11 +198,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         *_mla_block("context", s, model, ctx, mq),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        *shared(p, s),
-        router(p, s),
-        dispatch(p, s, True, True),
-        routed(p, s),
-        dispatch(p, s, False, True),
+        *moe.context_ops(s),
         ops.gemm(p + "logits_gemm", 1.0, vocab_tp, h, "bfloat16"),
     ]
     if ctx.backend == "vllm":
@@ -241,12 +212,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         *_mla_block("generation", s, model, ctx, mq),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        ops.overlap(
-            p + "moe_overlap",
-            [router(p, s), dispatch(p, s, True, False), routed(p, s),
-             dispatch(p, s, False, False)],
-            shared(p, s),
-        ),
+        moe.generation_overlap(s),
         ops.gemm(p + "logits_gemm", once, vocab_tp, h, "bfloat16"),
     ]
     if ctx.backend == "vllm":

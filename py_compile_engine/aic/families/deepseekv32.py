@@ -18,8 +18,9 @@ from .. import ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
-from .deepseek import WORKLOAD_DISTRIBUTION, excluded_groups, exclusion_patterns
+from .deepseek import excluded_groups, exclusion_patterns
 from .llama import mtp_multiplier
+from .shared_expert_moe import shared_expert_moe
 
 #: The DSA ops carry this top-k whatever the config says (spec 32 §3.3).
 INDEX_TOPK = 2048
@@ -80,42 +81,21 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
                 f"({model.architecture}) require; add it from the checkpoint's config.json"
             )
     tp, pp = ctx.tp_size, ctx.pp_size
-    mtp, mep, adp = ctx.moe_tp_size, ctx.moe_ep_size, ctx.attention_dp_size
+    mtp = ctx.moe_tp_size
     L, h, n = model.num_layers, model.hidden_size, model.num_heads
-    vocab, E, topk = model.vocab_size, model.num_experts, model.topk
-    MI = model.moe_intermediate_size
+    vocab, E, MI = model.vocab_size, model.num_experts, model.moe_intermediate_size
     check_heads(n, tp)
-    check_experts(E, mep)
-    qm = ctx.moe_quant_mode
+    check_experts(E, ctx.moe_ep_size)
     kv = ctx.kvcache_quant_mode
     proj, gd, qs = dsa_quant(model, ctx)
     frac = full_frac(L, model.raw) if ctx.backend == "sglang" else 1.0
     arch = model.architecture
     heads = n // tp
 
-    shared_n = (2 * MI) // mtp
-    shared_k = MI // mtp
+    moe = shared_expert_moe(model, ctx, shared_n=(2 * MI) // mtp, shared_k=MI // mtp,
+                            shared_quant=qs, generation_dispatch_is_context=False)
     vocab_tp = vocab // tp
     m = mtp_multiplier(L, ctx.nextn)
-
-    def router(p, s):
-        return ops.gemm(p + "router_gemm", s, E, h, "bfloat16")
-
-    def dispatch(p, s, pre, is_context):
-        name = p + ("moe_pre_dispatch" if pre else "moe_post_dispatch")
-        return ops.moe_dispatch(name, s, h, topk, E, mtp, mep, adp, pre, ctx.backend, qm,
-                                is_context=is_context)
-
-    def routed(p, s):
-        return ops.moe(p + "moe", s, h, MI, topk, E, mtp, mep, adp, qm, WORKLOAD_DISTRIBUTION,
-                       is_context=True)
-
-    def shared(p, s):
-        return [
-            ops.gemm(p + "shared_gate_up_gemm", s, shared_n, h, qs),
-            ops.elementwise(p + "shared_act_gate", s, shared_n, shared_k),
-            ops.gemm(p + "shared_ffn2_gemm", s, h, shared_k, qs),
-        ]
 
     # context
     p, s = "context_", float(L)
@@ -124,11 +104,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         dsa_op("DsaContext", p + "attention", s, heads, kv, ctx.fmha_quant_mode, gd, arch, frac, proj),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        *shared(p, s),
-        router(p, s),
-        dispatch(p, s, True, True),
-        routed(p, s),
-        dispatch(p, s, False, True),
+        *moe.context_ops(s),
         ops.gemm(p + "logits_gemm", 1.0, vocab_tp, h, "bfloat16"),
         ops.p2p(p + "p2p", float(pp - 1), pp, h),
     ]
@@ -140,12 +116,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         dsa_op("DsaGeneration", p + "attention", s, heads, kv, "bfloat16", gd, arch, frac, proj),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        ops.overlap(
-            p + "moe_overlap",
-            [router(p, s), dispatch(p, s, True, False), routed(p, s),
-             dispatch(p, s, False, False)],
-            shared(p, s),
-        ),
+        moe.generation_overlap(s),
         ops.gemm(p + "logits_gemm", once, vocab_tp, h, "bfloat16"),
         ops.p2p(p + "p2p", (pp - 1) * m, pp, h),
     ]

@@ -18,8 +18,8 @@ from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
-from .deepseek import WORKLOAD_DISTRIBUTION
 from .llama import mtp_multiplier
+from .shared_expert_moe import shared_expert_moe
 
 ARCHITECTURE = "DeepseekV4ForCausalLM"
 
@@ -98,41 +98,21 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
                 f"({model.architecture}) require; add it from the checkpoint's config.json"
             )
     tp, pp = ctx.tp_size, ctx.pp_size
-    mtp, mep, adp = ctx.moe_tp_size, ctx.moe_ep_size, ctx.attention_dp_size
     L, h, n = model.num_layers, model.hidden_size, model.num_heads
-    vocab, E, topk = model.vocab_size, model.num_experts, model.topk
-    MI = model.moe_intermediate_size
+    vocab, E, MI = model.vocab_size, model.num_experts, model.moe_intermediate_size
     groups = attention_groups(compress_ratios(model))  # config parsing precedes the TP checks
     check_heads(n, tp)
-    check_experts(E, mep)
+    check_experts(E, ctx.moe_ep_size)
     for key in DSV4_AT_LEAST_ONE:
         config_checks.at_least_one(key, int(model.raw[key]),
                                    "a size of the DeepSeek-V4 attention module; copy it from the "
                                    "checkpoint's config.json")
     hc = int(model.raw["hc_mult"])
     sinkhorn = int(model.raw["hc_sinkhorn_iters"])
-    qg, qm = ctx.gemm_quant_mode, ctx.moe_quant_mode
     MIl = MI // tp
+    moe = shared_expert_moe(model, ctx, shared_n=2 * MIl, shared_k=MIl,
+                            shared_quant=ctx.gemm_quant_mode, generation_dispatch_is_context=True)
     m = mtp_multiplier(L, ctx.nextn)
-
-    def dispatch(p, s, pre):
-        name = p + ("moe_pre_dispatch" if pre else "moe_post_dispatch")
-        return ops.moe_dispatch(name, s, h, topk, E, mtp, mep, adp, pre, ctx.backend, qm,
-                                is_context=True)
-
-    def routed(p, s):
-        return ops.moe(p + "moe", s, h, MI, topk, E, mtp, mep, adp, qm, WORKLOAD_DISTRIBUTION,
-                       is_context=True)
-
-    def router(p, s):
-        return ops.gemm(p + "router_gemm", s, E, h, "bfloat16")
-
-    def shared(p, s):
-        return [
-            ops.gemm(p + "shared_gate_up_gemm", s, 2 * MIl, h, qg),
-            ops.elementwise(p + "shared_act_gate", s, 2 * MIl, MIl),
-            ops.gemm(p + "shared_ffn2_gemm", s, h, MIl, qg),
-        ]
 
     lists = {}
     for phase in ("context", "generation"):
@@ -154,15 +134,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
             mhc_op(p + "mhc_post", s, "post", hc, h, sinkhorn),
             ops.elementwise(p + "ffn_norm", s, h, h),
         ]
-        if is_ctx:
-            out += [*shared(p, s), router(p, s), dispatch(p, s, True), routed(p, s),
-                    dispatch(p, s, False)]
-        else:
-            out.append(ops.overlap(
-                p + "moe_overlap",
-                [router(p, s), dispatch(p, s, True), routed(p, s), dispatch(p, s, False)],
-                shared(p, s),
-            ))
+        out += moe.context_ops(s) if is_ctx else [moe.generation_overlap(s)]
         out += [
             ops.gemm(p + "logits_gemm", once, vocab // tp, h, "bfloat16"),
             ops.p2p(p + "p2p", float(pp - 1) if is_ctx else (pp - 1) * m, pp, h),

@@ -18,8 +18,8 @@ from .. import config_checks, ops
 from ..hf_config import ModelConfig
 from ..parallel import check_experts, check_heads
 from . import BuildContext
-from .deepseek import WORKLOAD_DISTRIBUTION
 from .llama import mtp_multiplier
+from .shared_expert_moe import shared_expert_moe
 
 #: Indexer heads of an MSA block (spec 36 §1.2).
 INDEX_N_HEADS = 4
@@ -54,36 +54,15 @@ def msa_op(variant: str, name: str, scale: float, model: ModelConfig, ctx: Build
 def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]]:
     """The context and generation op lists of a MiniMax-M3 model (spec 36 §4.1, §4.2)."""
     tp, pp = ctx.tp_size, ctx.pp_size
-    mtp, mep, adp = ctx.moe_tp_size, ctx.moe_ep_size, ctx.attention_dp_size
     L, h = model.num_layers, model.hidden_size
-    vocab, E, topk = model.vocab_size, model.num_experts, model.topk
-    MI = model.moe_intermediate_size
+    vocab, E, MI = model.vocab_size, model.num_experts, model.moe_intermediate_size
     check_heads(model.num_heads, tp)
-    check_experts(E, mep)
+    check_experts(E, ctx.moe_ep_size)
     config_checks.at_least_one("head_dim", model.head_dim, "the size of one MSA attention head; "
                                "hidden_size / num_attention_heads when the config has none")
-    g, mq = ctx.gemm_quant_mode, ctx.moe_quant_mode
-    shared_n, shared_k = (2 * MI) // tp, MI // tp
+    moe = shared_expert_moe(model, ctx, shared_n=(2 * MI) // tp, shared_k=MI // tp,
+                            shared_quant=ctx.gemm_quant_mode, generation_dispatch_is_context=True)
     m = mtp_multiplier(L, ctx.nextn)
-
-    def router(p, s):
-        return ops.gemm(p + "router_gemm", s, E, h, "bfloat16")
-
-    def dispatch(p, s, pre):
-        name = p + ("moe_pre_dispatch" if pre else "moe_post_dispatch")
-        return ops.moe_dispatch(name, s, h, topk, E, mtp, mep, adp, pre, ctx.backend, mq,
-                                is_context=True)
-
-    def routed(p, s):
-        return ops.moe(p + "moe", s, h, MI, topk, E, mtp, mep, adp, mq, WORKLOAD_DISTRIBUTION,
-                       is_context=True)
-
-    def shared(p, s):
-        return [
-            ops.gemm(p + "shared_gate_up_gemm", s, shared_n, h, g),
-            ops.elementwise(p + "shared_act_gate", s, shared_n, shared_k),
-            ops.gemm(p + "shared_ffn2_gemm", s, h, shared_k, g),
-        ]
 
     p, s = "context_", float(L)
     context = [
@@ -91,11 +70,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         msa_op("MsaContext", p + "attention", s, model, ctx),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        *shared(p, s),
-        router(p, s),
-        dispatch(p, s, True),
-        routed(p, s),
-        dispatch(p, s, False),
+        *moe.context_ops(s),
         ops.gemm(p + "logits_gemm", 1.0, vocab // tp, h, "bfloat16"),
         ops.p2p(p + "p2p", float(pp - 1), pp, h),
     ]
@@ -106,11 +81,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         ops.elementwise(p + "add_norm_1", s, 2 * h, 2 * h),
         msa_op("MsaGeneration", p + "attention", s, model, ctx),
         ops.elementwise(p + "add_norm_2", s, 2 * h, 2 * h),
-        ops.overlap(
-            p + "moe_overlap",
-            [router(p, s), dispatch(p, s, True), routed(p, s), dispatch(p, s, False)],
-            shared(p, s),
-        ),
+        moe.generation_overlap(s),
         ops.gemm(p + "logits_gemm", once, vocab // tp, h, "bfloat16"),
         ops.p2p(p + "p2p", (pp - 1) * m, pp, h),
     ]

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use crate::data::sources::SourceResolver;
 use crate::error::Result;
-use crate::lookup::{Grid, GridBuilder, Leaf};
+use crate::lookup::Grid;
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
+use super::kernel_grids::{load_kernel_grids, KernelGrids};
+use super::{no_rows_message, SourceRows};
 
 /// The table's basename.
 pub const GDN_TABLE: &str = "gdn_perf.parquet";
@@ -65,77 +66,18 @@ pub struct GdnTable {
 impl GdnTable {
     /// Loads and merges every source first-wins (no SOL clamp at load, spec 31 §6.3 step 5).
     pub fn load(resolver: &SourceResolver) -> Result<Self> {
-        let sources = resolver.sources(GDN_TABLE);
-        let tables = read_sources(
-            &sources,
-            &[
-                "kernel_source",
-                "phase",
-                "batch_size",
-                "seq_len",
-                "d_model",
-                "d_conv",
-                "num_k_heads",
-                "head_k_dim",
-                "num_v_heads",
-                "head_v_dim",
-                "latency",
-                "power",
-            ],
+        let KernelGrids { grids, sources } = load_kernel_grids(
+            &resolver.sources(GDN_TABLE),
+            ["d_model", "d_conv", "num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim"],
+            |kernel, phase, [d_model, d_conv, num_k_heads, head_k_dim, num_v_heads, head_v_dim]| GdnKey {
+                kernel_source: normalise_gdn_kernel(kernel).to_string(),
+                phase: phase.to_string(),
+                d_model, d_conv, num_k_heads, head_k_dim, num_v_heads, head_v_dim,
+            },
+            GdnKey::is_generation,
+            |sources| no_rows_message("GDN", sources),
         )?;
-        let mut builders: HashMap<GdnKey, GridBuilder> = HashMap::new();
-        let mut rows = 0usize;
-        let mut used = Vec::new();
-        for (table, filter) in &tables {
-            let before = rows;
-            let kernel = table.str("kernel_source")?;
-            let phase = table.str("phase")?;
-            let ints: Vec<&[i64]> = [
-                "batch_size",
-                "seq_len",
-                "d_model",
-                "d_conv",
-                "num_k_heads",
-                "head_k_dim",
-                "num_v_heads",
-                "head_v_dim",
-            ]
-            .iter()
-            .map(|c| table.int(c))
-            .collect::<Result<_>>()?;
-            let latency = table.float("latency")?;
-            let power = table.opt_float("power")?;
-            for i in 0..table.num_rows {
-                if !passes_filter(filter, Some(kernel[i].as_str())) {
-                    continue;
-                }
-                let u = |c: usize, name: &str| to_u64(ints[c][i], name, table);
-                let key = GdnKey {
-                    kernel_source: normalise_gdn_kernel(&kernel[i]).to_string(),
-                    phase: phase[i].clone(),
-                    d_model: u(2, "d_model")?,
-                    d_conv: u(3, "d_conv")?,
-                    num_k_heads: u(4, "num_k_heads")?,
-                    head_k_dim: u(5, "head_k_dim")?,
-                    num_v_heads: u(6, "num_v_heads")?,
-                    head_v_dim: u(7, "head_v_dim")?,
-                };
-                let batch = u(0, "batch_size")?;
-                let generation = key.is_generation();
-                let coords = if generation { vec![batch] } else { vec![batch, u(1, "seq_len")?] };
-                let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
-                let builder = builders.entry(key).or_insert_with(|| GridBuilder::new(if generation { 1 } else { 2 }));
-                if builder.insert(coords, leaf) {
-                    rows += 1;
-                }
-            }
-            used.push(SourceRows::new(&table.path, rows - before));
-        }
-        if rows == 0 {
-            return Err(no_rows_message("GDN", &sources));
-        }
-        let grids = builders.into_iter().map(|(k, b)| (k, Arc::new(b.build(None)))).collect();
-        Ok(GdnTable { grids, sources: used })
+        Ok(GdnTable { grids, sources })
     }
 
     /// The grid of an exact key, shared.

@@ -4,14 +4,15 @@
 //! kept in ascending key order because the d_model fallback takes the first matching key in
 //! that order, not in file order (spec 33 §7.3 step 3).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::data::sources::SourceResolver;
 use crate::error::Result;
-use crate::lookup::{Grid, GridBuilder, Leaf};
+use crate::lookup::Grid;
 
-use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
+use super::kernel_grids::{load_kernel_grids, KernelGrids};
+use super::{no_rows_message, SourceRows};
 
 /// The table's basename.
 pub const MAMBA2_TABLE: &str = "mamba2_perf.parquet";
@@ -57,65 +58,19 @@ pub struct Mamba2Table {
 impl Mamba2Table {
     /// Loads and merges every source first-wins (10 §4.0).
     pub fn load(resolver: &SourceResolver) -> Result<Self> {
-        let sources = resolver.sources(MAMBA2_TABLE);
-        let int_cols = [
-            "batch_size",
-            "seq_len",
-            "d_model",
-            "d_state",
-            "d_conv",
-            "nheads",
-            "head_dim",
-            "n_groups",
-            "chunk_size",
-        ];
-        let mut columns = vec!["kernel_source", "phase"];
-        columns.extend_from_slice(&int_cols);
-        columns.extend_from_slice(&["latency", "power"]);
-        let tables = read_sources(&sources, &columns)?;
-        let mut builders: HashMap<Mamba2Key, GridBuilder> = HashMap::new();
-        let mut rows = 0usize;
-        let mut used = Vec::new();
-        for (table, filter) in &tables {
-            let before = rows;
-            let kernel = table.str("kernel_source")?;
-            let phase = table.str("phase")?;
-            let ints: Vec<&[i64]> = int_cols.iter().map(|c| table.int(c)).collect::<Result<_>>()?;
-            let latency = table.float("latency")?;
-            let power = table.opt_float("power")?;
-            for i in 0..table.num_rows {
-                if !passes_filter(filter, Some(kernel[i].as_str())) {
-                    continue;
-                }
-                let u = |c: usize| to_u64(ints[c][i], int_cols[c], table);
-                let key = Mamba2Key {
-                    kernel_source: kernel[i].clone(),
-                    phase: phase[i].clone(),
-                    d_model: u(2)?,
-                    d_state: u(3)?,
-                    d_conv: u(4)?,
-                    nheads: u(5)?,
-                    head_dim: u(6)?,
-                    n_groups: u(7)?,
-                    chunk_size: u(8)?,
-                };
-                let batch = u(0)?;
-                let generation = key.is_generation();
-                let coords = if generation { vec![batch] } else { vec![batch, u(1)?] };
-                let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
-                let builder = builders.entry(key).or_insert_with(|| GridBuilder::new(if generation { 1 } else { 2 }));
-                if builder.insert(coords, leaf) {
-                    rows += 1;
-                }
-            }
-            used.push(SourceRows::new(&table.path, rows - before));
-        }
-        if rows == 0 {
-            return Err(no_rows_message("Mamba2", &sources));
-        }
         // Raw-linear on both axes: no sqrt axis.
-        let grids = builders.into_iter().map(|(k, b)| (k, Arc::new(b.build(None)))).collect();
-        Ok(Mamba2Table { grids, sources: used })
+        let KernelGrids { grids, sources } = load_kernel_grids(
+            &resolver.sources(MAMBA2_TABLE),
+            ["d_model", "d_state", "d_conv", "nheads", "head_dim", "n_groups", "chunk_size"],
+            |kernel, phase, [d_model, d_state, d_conv, nheads, head_dim, n_groups, chunk_size]| Mamba2Key {
+                kernel_source: kernel.to_string(),
+                phase: phase.to_string(),
+                d_model, d_state, d_conv, nheads, head_dim, n_groups, chunk_size,
+            },
+            Mamba2Key::is_generation,
+            |sources| no_rows_message("Mamba2", sources),
+        )?;
+        Ok(Mamba2Table { grids, sources })
     }
 
     /// The grid of an exact key, else of the first key (ascending key order) with the same

@@ -16,6 +16,7 @@ mod views;
 mod attributes;
 mod msa;
 mod kda;
+mod kernel_grids;
 
 pub use attention::{AttentionKind, AttentionTable, SliceKey};
 pub use comm::{CustomAllReduceTable, NcclTable};
