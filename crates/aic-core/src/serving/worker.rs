@@ -13,6 +13,7 @@ use crate::memory::{memory_usage, MemoryUsageParams, ModelFacts, MtpScaling, GIB
 use crate::spec::Backend;
 
 use super::numeric::py_round3;
+use super::row::Row;
 
 /// The names a result row reports for a worker (spec 50 §8): resolved quant modes and the MoE
 /// widths as the reference shows them (`None` for dense models in `cli_estimate`, 1 in sweeps).
@@ -160,6 +161,26 @@ impl Worker {
             label.push_str(&format!("cp{cp}"));
         }
         label
+    }
+
+    /// Writes the worker's layout columns of a result row, in the reference's column order:
+    /// `num_total_gpus`, the parallel sizes, the `parallel` label and the quant labels.
+    pub fn set_layout_columns(&self, row: &mut Row) {
+        let (tp, pp, dp) = self.tp_pp_dp();
+        let cp = self.cp();
+        row.set("num_total_gpus", i64::from(tp * pp * dp * cp));
+        row.set("tp", tp);
+        row.set("pp", pp);
+        row.set("dp", dp);
+        row.set("moe_tp", self.labels.moe_tp);
+        row.set("moe_ep", self.labels.moe_ep);
+        row.set("cp", cp);
+        row.set("parallel", self.parallel());
+        row.set("gemm", self.labels.gemm.as_str());
+        row.set("kvcache", self.labels.kvcache.as_str());
+        row.set("fmha", self.labels.fmha.as_str());
+        row.set("moe", self.labels.moe.as_str());
+        row.set("comm", self.labels.comm.as_str());
     }
 
     /// GPU memory capacity in GiB.
