@@ -747,13 +747,35 @@ fn cases() -> Vec<Case> {
         },
         Case {
             id: "table-reader-panic",
-            input: "`RawTable::from_parquet_bytes` on a file whose string page makes the parquet reader divide by zero (found by fuzzing)",
+            input: "`RawTable::from_parquet_bytes` on a file whose string page made the parquet reader divide by zero (found by fuzzing); its page headers run past their column chunk, which the page checks now refuse before the reader runs",
             variant: "DataFile",
             class: ErrorClass::PerfDataNotAvailable,
-            fragment: "corrupt parquet file: the reader failed on it (attempt to divide by zero)",
+            fragment: "corrupt parquet file: column \"op_name\" has a page of 20 compressed bytes past its chunk's end",
             run: || {
                 let bytes = regression_file("byte_array_zero_values.parquet");
                 ignore(RawTable::from_parquet_bytes(std::path::Path::new("byte_array_zero_values.parquet"), &bytes, None))
+            },
+        },
+        Case {
+            id: "table-schema-claims",
+            input: "`RawTable::from_parquet_bytes` on a file whose schema root claims 790 million children (found by fuzzing; the reader would allocate 6 GB and abort)",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet footer: schema element 0 claims ",
+            run: || {
+                let bytes = regression_file("schema_children_overflow.parquet");
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("schema_children_overflow.parquet"), &bytes, None))
+            },
+        },
+        Case {
+            id: "table-page-claims",
+            input: "`RawTable::from_parquet_bytes` on a table whose data page claims 100 MB uncompressed (the reader would allocate it up front)",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet file: column \"latency\" has a page of 100000000 bytes",
+            run: || {
+                let bytes = fixtures::table_with_page_size_claim(100_000_000);
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("page_claim.parquet"), &bytes, None))
             },
         },
         Case {

@@ -7,6 +7,7 @@ mod handover;
 mod dir_listing;
 pub mod lanes;
 pub mod parquet;
+mod parquet_guard;
 mod sidecars;
 pub mod sources;
 pub mod system;

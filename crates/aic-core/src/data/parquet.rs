@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -20,8 +20,8 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
-use parquet::file::reader::ChunkReader;
 
+use super::parquet_guard;
 use crate::error::{AicError, Result};
 
 /// Rows per decoded batch: large enough to amortise per-batch work, small enough for the
@@ -430,7 +430,7 @@ fn check_footer(path: &Path, meta: &parquet::file::metadata::ParquetMetaData, fi
             if end.is_none_or(|end| end > file_len) {
                 return Err(corrupt(format!(
                     "column \"{}\" claims {len} bytes from offset {start} in a {file_len}-byte file",
-                    chunk.column_path()
+                    chunk.column_path().string()
                 )));
             }
         }
@@ -489,14 +489,20 @@ impl RawTable {
     }
 
     fn read_impl(path: &Path, wanted: Option<&[&str]>) -> Result<RawTable> {
-        let file = open_checked(path)?;
-        Self::decode(path, file, wanted)
+        let mut file = open_checked(path)?;
+        // The whole file in memory (the largest perf table is a few MB): the size checks of
+        // `parquet_guard` read its footer and page headers before the reader does.
+        let mut bytes = Vec::new();
+        file.seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|e| file_error(path, format!("cannot read file: {e}")))?;
+        Self::decode(path, bytes::Bytes::from(bytes), wanted)
     }
 
     /// Decodes with the parquet reader, turning a panic of the reader (it panics on some
     /// corrupt pages, see docs/fuzzing.md) into a [`AicError::DataFile`] instead of unwinding
     /// into the caller.
-    fn decode<R: ChunkReader + 'static>(path: &Path, file: R, wanted: Option<&[&str]>) -> Result<RawTable> {
+    fn decode(path: &Path, file: bytes::Bytes, wanted: Option<&[&str]>) -> Result<RawTable> {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::decode_unguarded(path, file, wanted))) {
             Ok(result) => result,
             Err(payload) => {
@@ -513,10 +519,16 @@ impl RawTable {
         }
     }
 
-    fn decode_unguarded<R: ChunkReader + 'static>(path: &Path, file: R, wanted: Option<&[&str]>) -> Result<RawTable> {
+    fn decode_unguarded(path: &Path, file: bytes::Bytes, wanted: Option<&[&str]>) -> Result<RawTable> {
         let perr = |e: parquet::errors::ParquetError| file_error(path, format!("parquet: {e}"));
+        parquet_guard::check_schema_claims(&file).map_err(|what| {
+            file_error(path, format!("corrupt parquet footer: {what}; restore the file from the data package"))
+        })?;
         let mut meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(perr)?;
-        check_footer(path, meta.metadata(), file.len())?;
+        check_footer(path, meta.metadata(), file.len() as u64)?;
+        parquet_guard::check_page_claims(&file, meta.metadata()).map_err(|what| {
+            file_error(path, format!("corrupt parquet file: {what}; restore the file from the data package"))
+        })?;
         if let Some(hint) = dictionary_hint(meta.schema()) {
             // Fall back to the plain schema if the hint is refused.
             if let Ok(m) = ArrowReaderMetadata::try_new(

@@ -184,3 +184,48 @@ pub fn gemm_table_with_latency(latency: Vec<Option<f64>>) -> Vec<u8> {
 pub fn plausible_latencies() -> Vec<Option<f64>> {
     (1..=8).map(|i| Some(0.01 * i as f64)).collect()
 }
+
+/// A one-column table (300,000 floats in one uncompressed data page) whose page header then
+/// claims `claimed` uncompressed bytes: the page-size lie of a hostile file, with everything
+/// else intact. `claimed` must fit the four-byte varint of the real size.
+pub fn table_with_page_size_claim(claimed: i64) -> Vec<u8> {
+    use parquet::file::metadata::ParquetMetaDataReader;
+    use parquet::file::properties::WriterProperties;
+
+    let values: ArrayRef = Arc::new(Float64Array::from((0..300_000).map(f64::from).collect::<Vec<_>>()));
+    let schema = Arc::new(Schema::new(vec![Field::new("latency", values.data_type().clone(), false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![values]).expect("one column");
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_size_limit(8 << 20)
+        .set_write_batch_size(300_000)
+        .build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).expect("parquet writer");
+    writer.write(&batch).expect("write batch");
+    writer.close().expect("close parquet");
+
+    let bytes = bytes::Bytes::from(out.clone());
+    let meta = ParquetMetaDataReader::new().parse_and_finish(&bytes).expect("own footer");
+    let (start, _) = meta.row_group(0).column(0).byte_range();
+    let at = start as usize;
+    // PageHeader: field 1 (type, i32) = 0 (data page), then field 2 (uncompressed size, i32).
+    assert_eq!(&out[at..at + 3], &[0x15, 0x00, 0x15], "a data page header");
+    let varint = |mut z: u64| {
+        let mut v = Vec::new();
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                v.push(b);
+                return v;
+            }
+            v.push(b | 0x80);
+        }
+    };
+    let real_len = out[at + 3..].iter().position(|b| b & 0x80 == 0).expect("varint end") + 1;
+    let patched = varint((claimed as u64) << 1);
+    assert_eq!(patched.len(), real_len, "the claim must keep the header's length");
+    out[at + 3..at + 3 + real_len].copy_from_slice(&patched);
+    out
+}
