@@ -14,6 +14,7 @@ pub mod tables;
 pub mod versions;
 pub mod warnings;
 pub mod source_report;
+mod file_memo;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
