@@ -15,6 +15,7 @@ pub mod versions;
 pub mod warnings;
 pub mod source_report;
 mod file_memo;
+pub mod prefetch;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
