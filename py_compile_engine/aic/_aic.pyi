@@ -403,6 +403,12 @@ def system_sm_version(systems_path: Optional[_PathLike], system: str) -> Optiona
     """The GPU's ``sm_version`` from a system's YAML (``None`` when not given); raises like the
     other system readers when the file is missing or invalid."""
 
+def prefetch_tables(systems_path: Optional[_PathLike], system: str, backend: str, version: str,
+                    enable_shared_layer: bool) -> bool:
+    """Starts loading the GEMM and communication tables of a perf database on a background
+    thread, so an engine built later finds them loaded; returns whether a load was started
+    (never raises for a database that cannot be opened)."""
+
 def table_names() -> List[str]:
     """The perf tables of a database, in display order (``"gemm"``, ``"context_attention"``,
     ..., ``"scale_matrix"``)."""

@@ -79,6 +79,21 @@ def parallel_layouts(is_moe: bool, backend: str, total_gpus: int,
     return out
 
 
+def _prefetch(root, system: str, backend: str, version, database_mode) -> None:
+    """Starts loading the database's GEMM and communication tables in the background
+    (``aic._aic.prefetch_tables``), so the load overlaps the compile of the layouts instead of
+    following it. Best effort: the engines load whatever is not loaded yet."""
+    from .spec_builder import shared_layer_enabled
+
+    if version is None:
+        return
+    try:
+        native().prefetch_tables(str(root), system, backend, version,
+                                 bool(shared_layer_enabled(database_mode)))
+    except Exception:  # noqa: BLE001 - an older native module, or no data: nothing to warm
+        pass
+
+
 def sweep(
     model_path,
     total_gpus: int,
@@ -126,6 +141,7 @@ def sweep(
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     root = paths.systems_path(systems_path)
     version = resolve_version(root, system, backend, backend_version, database_mode)
+    _prefetch(root, system, backend, version, database_mode)
     family = load_model_config(model_path).family
     is_moe = family in families.MOE_FAMILIES
     overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,

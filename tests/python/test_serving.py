@@ -121,3 +121,18 @@ def test_sweep_is_deterministic():
     a = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "vllm", isl=1000, osl=200)
     b = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "vllm", isl=1000, osl=200)
     assert a == b
+
+
+def test_prefetch_tables_warms_a_database_and_never_raises_for_missing_data():
+    from aic import paths
+    from aic._native import native
+
+    root = str(paths.systems_path(None))
+    assert native().prefetch_tables(root, "h100_sxm", "sglang", "0.5.14", True) is True
+    assert native().prefetch_tables(root, "no_such_system", "sglang", "0.5.14", True) is False
+    with pytest.raises(ValueError):
+        native().prefetch_tables(root, "h100_sxm", "no_such_backend", "0.5.14", True)
+    # a sweep on the warmed database gives what it gives without the prefetch
+    a = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "sglang", isl=1000, osl=200)
+    b = sweep("Qwen/Qwen3-8B", 2, "h100_sxm", "sglang", isl=1000, osl=200)
+    assert a == b

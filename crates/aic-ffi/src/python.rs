@@ -871,6 +871,29 @@ fn system_sm_version(py: Python<'_>, systems_path: Option<PathBuf>, system: &str
         .map_err(PyErr::from)
 }
 
+/// Starts loading the GEMM and communication tables of a perf database on a background thread
+/// (see `aic_core::data::prefetch`); returns whether a load was started. Never raises for a
+/// database that cannot be opened: the engine built later reports that.
+#[pyfunction]
+#[pyo3(signature = (systems_path, system, backend, version, enable_shared_layer))]
+fn prefetch_tables(
+    py: Python<'_>,
+    systems_path: Option<PathBuf>,
+    system: &str,
+    backend: &str,
+    version: &str,
+    enable_shared_layer: bool,
+) -> PyResult<bool> {
+    let root = systems_root(py, systems_path)?;
+    let backend = parse_backend(backend)?;
+    Ok(py.detach(|| {
+        guarded(|| {
+            Ok(aic_core::data::prefetch::prefetch_tables(&root, system, backend, version, enable_shared_layer))
+        })
+        .unwrap_or(false)
+    }))
+}
+
 /// Maps serving errors onto the reference's exception classes; other errors as usual.
 fn serving_error(f: crate::errors::Failure) -> PyErr {
     use pyo3::exceptions::{PyRuntimeError, PyZeroDivisionError};
@@ -901,6 +924,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serving_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(system_sm_version, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch_tables, m)?)?;
     let view_functions = views::register(m)?;
     let surface_names = surface::register(m)?;
     m.add(

@@ -43,8 +43,16 @@ fn read(dir: &Path) -> Option<Arc<[DirEntry]>> {
         let raw = entry.file_name();
         let utf8 = raw.to_str().is_some();
         let name = raw.to_string_lossy().into_owned();
-        let path = entry.path();
-        out.push(DirEntry { name, utf8, is_dir: path.is_dir(), is_file: path.is_file() });
+        // The entry's own type comes with the listing on most file systems (no stat); only a
+        // symbolic link (or an unknown type) is followed to what it points at.
+        let (is_dir, is_file) = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => (t.is_dir(), t.is_file()),
+            _ => match std::fs::metadata(entry.path()) {
+                Ok(m) => (m.is_dir(), m.is_file()),
+                Err(_) => (false, false),
+            },
+        };
+        out.push(DirEntry { name, utf8, is_dir, is_file });
     }
     Some(out.into())
 }
@@ -90,6 +98,32 @@ mod tests {
         std::fs::write(dir.join("a.parquet"), b"x").unwrap();
         assert_eq!(names(&dir), vec![("a.parquet".to_string(), false), ("sub".to_string(), true)]);
         assert!(entries(&dir.join("missing")).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_are_followed() {
+        let dir = std::env::temp_dir().join(format!("aic-dir-listing-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real_dir")).unwrap();
+        std::fs::write(dir.join("real.parquet"), b"x").unwrap();
+        std::os::unix::fs::symlink(dir.join("real_dir"), dir.join("link_dir")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real.parquet"), dir.join("link.parquet")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone"), dir.join("dangling")).unwrap();
+        let mut got: Vec<(String, bool, bool)> =
+            entries(&dir).unwrap().iter().map(|e| (e.name.clone(), e.is_dir, e.is_file)).collect();
+        got.sort();
+        let want = [
+            ("dangling", false, false),
+            ("link.parquet", false, true),
+            ("link_dir", true, false),
+            ("real.parquet", false, true),
+            ("real_dir", true, false),
+        ];
+        let want: Vec<(String, bool, bool)> =
+            want.iter().map(|(n, d, f)| (n.to_string(), *d, *f)).collect();
+        assert_eq!(got, want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -12,7 +12,7 @@ use crate::data::sources::{Source, SourceResolver};
 use crate::data::system::{yaml_scalar_text, SystemSpec};
 use crate::data::versions::lane_default_key;
 use crate::error::{AicError, Result};
-use crate::fast_hash::FastHashSet;
+use crate::fast_hash::FastHashMap;
 use crate::spec::Backend;
 
 /// The lane of rows without a `kernel_source` column or value.
@@ -61,13 +61,85 @@ pub struct LaneDensity {
 
 /// (attn dtype id or 0, kv dtype id, n_kv_lookup, head_dim, window)
 type SliceKey = (u32, u32, i64, i64, i64);
-/// slice key + three grid coordinates
-type FullKey = (SliceKey, i64, i64, i64);
+/// The slice key's id (see [`DensityAcc::slice_ids`]) + three grid coordinates.
+type FullKey = (u32, i64, i64, i64);
 
+/// One lane's rows as full keys. Distinct keys are counted by sorting a flat vector (packed
+/// into one integer per key when the values allow) rather than by hash sets of wide keys: a
+/// table has tens of thousands of rows, and growing hash sets over them cost more in fresh
+/// memory and rehashing than the counting itself.
 #[derive(Default)]
 struct LaneAcc {
-    slices: FastHashSet<SliceKey>,
-    rows: FastHashSet<FullKey>,
+    /// Full keys, in row order (duplicates included).
+    keys: Vec<FullKey>,
+    /// (distinct slices, distinct full keys) of `keys`, while no key was added since.
+    counted: Option<(usize, usize)>,
+}
+
+/// Bits needed to hold `x`.
+fn bits(x: u64) -> u32 {
+    u64::BITS - x.leading_zeros()
+}
+
+/// The keys packed into one `u64` each, order-preserving and one-to-one, with the shift that
+/// leaves the slice id; `None` when a value is negative or the widths exceed 64 bits.
+fn packed_keys(keys: &[FullKey]) -> Option<(Vec<u64>, u32)> {
+    let mut max = [0u64; 4];
+    for &(id, a, b, c) in keys {
+        let a = u64::try_from(a).ok()?;
+        let b = u64::try_from(b).ok()?;
+        let c = u64::try_from(c).ok()?;
+        max = [max[0].max(u64::from(id)), max[1].max(a), max[2].max(b), max[3].max(c)];
+    }
+    let w = max.map(bits);
+    if w.iter().sum::<u32>() > u64::BITS {
+        return None;
+    }
+    let (sc, sb) = (0, w[3]);
+    let sa = sb + w[2];
+    let sid = sa + w[1];
+    let shl = |x: u64, s: u32| x.checked_shl(s).unwrap_or(0);
+    let packed = keys
+        .iter()
+        .map(|&(id, a, b, c)| shl(u64::from(id), sid) | shl(a as u64, sa) | shl(b as u64, sb) | shl(c as u64, sc))
+        .collect();
+    Some((packed, sid))
+}
+
+/// Distinct values and distinct runs of `group` in a sorted slice.
+fn distinct_sorted<T: PartialEq, G: PartialEq>(sorted: &[T], group: impl Fn(&T) -> G) -> (usize, usize) {
+    let (mut values, mut groups) = (0, 0);
+    for (i, v) in sorted.iter().enumerate() {
+        if i == 0 || sorted[i - 1] != *v {
+            values += 1;
+        }
+        if i == 0 || group(&sorted[i - 1]) != group(v) {
+            groups += 1;
+        }
+    }
+    (groups, values)
+}
+
+impl LaneAcc {
+    /// (distinct slices, distinct full keys) of the lane's rows so far.
+    fn settle(&mut self) -> (usize, usize) {
+        if let Some(counted) = self.counted {
+            return counted;
+        }
+        let counted = match packed_keys(&self.keys) {
+            Some((mut packed, sid)) => {
+                packed.sort_unstable();
+                distinct_sorted(&packed, |k| k.checked_shr(sid).unwrap_or(0))
+            }
+            None => {
+                self.keys.sort_unstable();
+                self.keys.dedup();
+                distinct_sorted(&self.keys, |k| k.0)
+            }
+        };
+        self.counted = Some(counted);
+        counted
+    }
 }
 
 /// Accumulates lane densities over sources in priority order.
@@ -79,6 +151,8 @@ struct DensityAcc {
     index: HashMap<String, usize>,
     lanes: Vec<LaneAcc>,
     strings: HashMap<String, u32>,
+    /// Slice key -> dense id, shared by all lanes and sources.
+    slice_ids: FastHashMap<SliceKey, u32>,
 }
 
 impl DensityAcc {
@@ -173,14 +247,25 @@ impl DensityAcc {
         } else {
             None
         };
+        let lane_of_row = |i: usize| match &kernel {
+            Some(k) => lane_of_code[k.codes[i] as usize],
+            None => no_column_lane,
+        };
+        // Room for each lane's rows up front, so the key vectors never grow by copying.
+        let mut per_lane = vec![0usize; self.lanes.len()];
+        for i in 0..t.num_rows {
+            if let Some(li) = lane_of_row(i) {
+                per_lane[li] += 1;
+            }
+        }
+        for (lane, n) in self.lanes.iter_mut().zip(per_lane) {
+            lane.keys.reserve(n);
+        }
         // Lanes were registered per distinct value above; restore first-seen row order.
         let mut seen_order: Vec<usize> = Vec::new();
+        let mut last_slice: Option<(SliceKey, u32)> = None;
         for i in 0..t.num_rows {
-            let li = match &kernel {
-                Some(k) => lane_of_code[k.codes[i] as usize],
-                None => no_column_lane,
-            };
-            let Some(li) = li else {
+            let Some(li) = lane_of_row(i) else {
                 continue;
             };
             if !seen_order.contains(&li) {
@@ -191,16 +276,24 @@ impl DensityAcc {
             let n_kv_lookup = if n_kv[i] == heads[i] { 0 } else { n_kv[i] };
             let w = window.map_or(0, |w| w[i]);
             let slice: SliceKey = (a, k, n_kv_lookup, head_dim[i], w);
-            let full: FullKey = match phase {
-                AttentionPhase::Context => (slice, heads[i], isl[i], batch[i]),
-                AttentionPhase::Generation => {
-                    (slice, heads[i], batch[i], isl[i] + step.map_or(0, |s| s[i]))
+            // Rows of one slice are usually adjacent: look the id up only when it changes.
+            let id = match last_slice {
+                Some((s, id)) if s == slice => id,
+                _ => {
+                    let next = self.slice_ids.len() as u32;
+                    let id = *self.slice_ids.entry(slice).or_insert(next);
+                    last_slice = Some((slice, id));
+                    id
                 }
             };
-            let lane = &mut self.lanes[li];
-            if lane.rows.insert(full) {
-                lane.slices.insert(slice);
-            }
+            let full: FullKey = match phase {
+                AttentionPhase::Context => (id, heads[i], isl[i], batch[i]),
+                AttentionPhase::Generation => {
+                    (id, heads[i], batch[i], isl[i] + step.map_or(0, |s| s[i]))
+                }
+            };
+            self.lanes[li].keys.push(full);
+            self.lanes[li].counted = None;
         }
         for l in seen_order {
             if !self.seen.contains(&l) {
@@ -210,15 +303,17 @@ impl DensityAcc {
         Ok(())
     }
 
-    fn snapshot(&self) -> Vec<LaneDensity> {
-        self.seen
-            .iter()
-            .map(|&i| LaneDensity {
+    fn snapshot(&mut self) -> Vec<LaneDensity> {
+        let mut out = Vec::with_capacity(self.seen.len());
+        for &i in &self.seen {
+            let (slices, rows) = self.lanes[i].settle();
+            out.push(LaneDensity {
                 lane: self.order[i].clone(),
-                slices: self.lanes[i].slices.len(),
-                rows: self.lanes[i].rows.len(),
-            })
-            .collect()
+                slices,
+                rows,
+            });
+        }
+        out
     }
 }
 
@@ -278,14 +373,29 @@ fn cached_densities(
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<DensityKey, DensityPair>>> = OnceLock::new();
-    let key = (system.data_dir.clone(), backend, version.to_string(), enable_shared_layer, phase);
+    let key_of = |phase| (system.data_dir.clone(), backend, version.to_string(), enable_shared_layer, phase);
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key_of(phase)) {
         return Ok(hit.clone());
     }
     let resolver = SourceResolver::new(system, backend, version, enable_shared_layer)?;
-    let pair = primary_and_shared(&resolver, phase)?;
-    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, pair.clone());
+    // A compile asks for both phases, one after the other: the other phase's table is read
+    // and counted on another core meanwhile (its result, or error, is simply not kept if it
+    // fails; it is asked for again then).
+    let other = match phase {
+        AttentionPhase::Context => AttentionPhase::Generation,
+        AttentionPhase::Generation => AttentionPhase::Context,
+    };
+    let (pair, other_pair) = rayon::join(
+        || primary_and_shared(&resolver, phase),
+        || primary_and_shared(&resolver, other),
+    );
+    let pair = pair?;
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache.insert(key_of(phase), pair.clone());
+    if let Ok(other_pair) = other_pair {
+        cache.entry(key_of(other)).or_insert(other_pair);
+    }
     Ok(pair)
 }
 
@@ -301,10 +411,11 @@ pub fn framework_default_lane(
     if !path.is_file() {
         return Ok((false, None));
     }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
-    let value: serde_yaml::Value = serde_yaml::from_str(&text)
-        .map_err(|e| AicError::System(format!("{}: {e}", path.display())))?;
+    let value: serde_yaml::Value = super::file_memo::parsed(&path, |text| {
+        serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| e.to_string())
+    })
+    .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?
+    .map_err(|e| AicError::System(format!("{}: {e}", path.display())))?;
     let Some(versions) = value.get(backend.as_str()).and_then(|v| v.as_mapping()) else {
         return Ok((false, None));
     };
@@ -472,6 +583,42 @@ mod tests {
 
     fn sys(name: &str) -> SystemSpec {
         SystemSpec::load(&root(), name).unwrap()
+    }
+
+    /// Distinct slices and keys counted with hash sets, the plain way.
+    fn naive(keys: &[FullKey]) -> (usize, usize) {
+        let slices: std::collections::HashSet<u32> = keys.iter().map(|k| k.0).collect();
+        let rows: std::collections::HashSet<FullKey> = keys.iter().copied().collect();
+        (slices.len(), rows.len())
+    }
+
+    #[test]
+    fn packed_and_wide_counts_agree_with_hash_sets() {
+        // duplicates, a slice seen again later, and values that need many bits
+        let mut keys: Vec<FullKey> = vec![
+            (0, 32, 4096, 1), (0, 32, 4096, 1), (1, 32, 4096, 1), (0, 8, 1, 1),
+            (2, 1 << 20, 1 << 14, 512), (1, 32, 4096, 1), (0, 0, 0, 0),
+        ];
+        keys.extend((0..500).map(|i| (i % 7, i64::from(i % 13), i64::from(i % 5), 3)));
+        let mut acc = LaneAcc { keys: keys.clone(), counted: None };
+        assert!(packed_keys(&keys).is_some(), "these keys pack into 64 bits");
+        assert_eq!(acc.settle(), naive(&keys));
+        // a negative value, and values too wide to pack together, take the tuple path
+        for extra in [(3, -1, 2, 2), (4, i64::MAX, i64::MAX, 1)] {
+            let mut wide = keys.clone();
+            wide.push(extra);
+            wide.push(extra);
+            assert!(packed_keys(&wide).is_none());
+            let mut acc = LaneAcc { keys: wide.clone(), counted: None };
+            assert_eq!(acc.settle(), naive(&wide));
+        }
+        // counts are kept until a key is added
+        acc.keys.push((9, 1, 1, 1));
+        assert_eq!(acc.settle(), naive(&keys), "no recount without a reset");
+        acc.counted = None;
+        let (slices, rows) = naive(&keys);
+        assert_eq!(acc.settle(), (slices + 1, rows + 1));
+        assert_eq!(LaneAcc::default().settle(), (0, 0));
     }
 
     fn dens(list: &[(&str, usize, usize)]) -> Vec<LaneDensity> {

@@ -15,6 +15,8 @@ pub mod tables;
 pub mod versions;
 pub mod warnings;
 pub mod source_report;
+mod file_memo;
+pub mod prefetch;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -56,8 +56,8 @@ fn text_field(map: &Value, key: &str) -> Option<String> {
 
 /// Reads and validates a `collection_meta.yaml`. `Err` says what is wrong with it.
 pub(crate) fn read_collection_meta(path: &Path) -> Result<CollectionMeta, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the file: {e}"))?;
-    parse_collection_meta(&text)
+    super::file_memo::parsed(path, parse_collection_meta)
+        .map_err(|e| format!("cannot read the file: {e}"))?
 }
 
 /// Validates the text of a `collection_meta.yaml` (spec 10 §5).

@@ -79,10 +79,14 @@ fn load_manifest(systems_root: &Path) -> Result<Vec<ManifestEntry>> {
     if !path.is_file() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
-    let value: serde_yaml::Value = serde_yaml::from_str(&text)
-        .map_err(|e| AicError::System(format!("{}: {e}", path.display())))?;
+    super::file_memo::parsed(&path, parse_manifest)
+        .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?
+        .map_err(|e| AicError::System(format!("{}: {e}", path.display())))
+}
+
+/// The usable entries of the manifest text; `Err` when it is not YAML.
+fn parse_manifest(text: &str) -> std::result::Result<Vec<ManifestEntry>, String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let Some(groups) = value.get("groups").and_then(|g| g.as_sequence()) else {
         return Ok(out);

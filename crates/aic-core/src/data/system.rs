@@ -264,9 +264,9 @@ impl SystemSpec {
                 list_systems(systems_root).join(", ")
             )));
         }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
-        Self::from_yaml(systems_root, system, &text)
+        // Every entry point loads the system again: the parse is remembered per file.
+        super::file_memo::parsed(&path, |text| Self::from_yaml(systems_root, system, text))
+            .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?
             .map_err(|msg| AicError::System(format!("{}: {msg}", path.display())))
     }
 

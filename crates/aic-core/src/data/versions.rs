@@ -122,9 +122,19 @@ impl QueryVersions {
         if !path.is_file() {
             return Ok(QueryVersions::default());
         }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
-        let value: serde_yaml::Value = serde_yaml::from_str(&text)
+        let parsed = super::file_memo::parsed(&path, |text| {
+            Self::parse(&path, text).map_err(|e| match e {
+                AicError::System(message) => message,
+                other => other.to_string(),
+            })
+        })
+        .map_err(|e| AicError::System(format!("cannot read {}: {e}", path.display())))?;
+        parsed.map_err(AicError::System)
+    }
+
+    /// Parses the text of `query_versions.yaml` read from `path` (named in errors).
+    fn parse(path: &Path, text: &str) -> Result<QueryVersions> {
+        let value: serde_yaml::Value = serde_yaml::from_str(text)
             .map_err(|e| AicError::System(format!("{}: {e}", path.display())))?;
         let bad = |what: &str| AicError::System(format!("{}: {what}", path.display()));
         let parse_backends = |v: &serde_yaml::Value| -> Result<Vec<(String, SlotEntry)>> {
@@ -270,6 +280,57 @@ pub fn version_slots(
     system: &SystemSpec,
     backend: Backend,
 ) -> Result<Option<VersionSlots>> {
+    Ok(gated_slots(systems_root, system, backend)?.map(|g| g.with_next(systems_root, system)))
+}
+
+/// The `current` and `previous` slots of a gated (system, backend), with what deriving `next`
+/// needs. `next` is the one slot that depends on other systems' data trees (every
+/// defaults-governed system is walked), so it is derived only when a request needs it.
+struct GatedSlots {
+    qv: QueryVersions,
+    backend: &'static str,
+    overridden: bool,
+    current: String,
+    previous: Option<String>,
+}
+
+impl GatedSlots {
+    /// All three slots.
+    fn with_next(self, systems_root: &Path, system: &SystemSpec) -> VersionSlots {
+        let next = if self.overridden {
+            None
+        } else {
+            derive_next(systems_root, &self.qv, system, self.backend, &self.current)
+        };
+        VersionSlots {
+            current: self.current,
+            previous: self.previous,
+            next,
+        }
+    }
+
+    /// The version a request resolves to when that needs no `next` slot: `current` (also for
+    /// no request), an existing `previous`, or a literal equal to one of them. Such a version
+    /// is never the dirless `next` (that one differs from both).
+    fn without_next<'a>(&'a self, requested: Option<&'a str>) -> Option<&'a str> {
+        match requested.unwrap_or("current") {
+            "current" => Some(self.current.as_str()),
+            "previous" => self.previous.as_deref(),
+            "next" => None,
+            literal if literal == self.current || self.previous.as_deref() == Some(literal) => {
+                Some(literal)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// [`GatedSlots`] of (system, backend); `None` when the pair is ungated (see [`version_slots`]).
+fn gated_slots(
+    systems_root: &Path,
+    system: &SystemSpec,
+    backend: Backend,
+) -> Result<Option<GatedSlots>> {
     let qv = QueryVersions::load(systems_root)?;
     let b = backend.as_str();
     let overridden = qv.override_for(&system.name, b);
@@ -281,15 +342,13 @@ pub fn version_slots(
         return Ok(None);
     }
     let previous = entry.and_then(|e| e.previous.clone());
-    let next = if overridden.is_some() {
-        None
-    } else {
-        derive_next(systems_root, &qv, system, b, &current)
-    };
-    Ok(Some(VersionSlots {
+    let overridden = overridden.is_some();
+    Ok(Some(GatedSlots {
+        qv,
+        backend: b,
+        overridden,
         current,
         previous,
-        next,
     }))
 }
 
@@ -362,12 +421,19 @@ pub fn resolve_with(
     requested: Option<&str>,
     allow_unlisted: bool,
 ) -> Result<ResolvedVersion> {
-    let Some(slots) = version_slots(systems_root, system, backend)? else {
+    let Some(gated) = gated_slots(systems_root, system, backend)? else {
         return Ok(ResolvedVersion {
             version: requested.map(str::to_string),
             tolerate_dirless: false,
         });
     };
+    if let Some(version) = gated.without_next(requested) {
+        return Ok(ResolvedVersion {
+            version: Some(version.to_string()),
+            tolerate_dirless: false,
+        });
+    }
+    let slots = gated.with_next(systems_root, system);
     let b = backend.as_str();
     let name = requested.unwrap_or("current");
     let version = match slots.alias(name) {

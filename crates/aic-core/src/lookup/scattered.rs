@@ -138,14 +138,23 @@ impl ScatteredSitesBuilder {
         Self::default()
     }
 
+    /// An empty builder with room for `rows` rows (no regrowth while they are inserted).
+    pub fn with_capacity(rows: usize) -> Self {
+        let mut seen = FastHashMap::default();
+        seen.reserve(rows);
+        ScatteredSitesBuilder { seen, rows: Vec::with_capacity(rows) }
+    }
+
     /// Adds a row unless `(m, n, k)` is already present (first wins).
     pub fn insert(&mut self, m: u64, n: u64, k: u64, leaf: Leaf) -> bool {
-        if self.seen.contains_key(&(m, n, k)) {
-            return false;
+        match self.seen.entry((m, n, k)) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(self.rows.len());
+                self.rows.push((m, n, k, leaf));
+                true
+            }
         }
-        self.seen.insert((m, n, k), self.rows.len());
-        self.rows.push((m, n, k, leaf));
-        true
     }
 
     /// Builds the sites.

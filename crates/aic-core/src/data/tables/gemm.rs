@@ -1,8 +1,10 @@
 //! GEMM table (`gemm_perf.parquet`, spec 10 §4.1): per quant, scattered `(n, k)` sites with
 //! curves over `m`; every latency raised to the GEMM SOL at load when the system defines the
-//! quant's FLOPS. A quant's sites are built on its first lookup: a sweep reads one or two of
-//! a file's quants, and building every quant's sites dominated a fresh process's first call.
+//! quant's FLOPS. A quant's rows are merged first-wins and built into sites on its first
+//! lookup: a sweep reads one or two of a file's quants, and merging and building every quant
+//! dominated a fresh process's first call.
 
+use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use crate::data::sources::SourceResolver;
@@ -18,43 +20,69 @@ use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
 #[derive(Debug)]
 pub struct GemmTable {
     quants: Vec<(String, LazySites)>,
-    sources: Vec<SourceRows>,
+    /// The files read, in priority order.
+    files: Vec<PathBuf>,
+    /// Rows each file kept, once asked for (merges every quant).
+    sources: OnceLock<Vec<SourceRows>>,
 }
 
-/// One quant's rows, built into sites on first use (the same builder, so the same sites).
+/// One quant's accepted rows in source order, before the first-wins merge.
+#[derive(Debug, Default)]
+struct PendingRows {
+    rows: Vec<(u64, u64, u64, Leaf)>,
+    /// Per file read, the number of this quant's rows read up to and including it.
+    ends: Vec<usize>,
+}
+
+/// One quant's rows, merged and built into sites on first use.
 #[derive(Debug)]
 struct LazySites {
-    rows: Mutex<Option<ScatteredSitesBuilder>>,
-    sites: OnceLock<ScatteredSites>,
+    rows: Mutex<Option<PendingRows>>,
+    /// The sites and, per file read, the rows the merge kept.
+    built: OnceLock<(ScatteredSites, Vec<usize>)>,
 }
 
 impl LazySites {
-    fn new(builder: ScatteredSitesBuilder) -> Self {
-        LazySites { rows: Mutex::new(Some(builder)), sites: OnceLock::new() }
+    fn new(rows: PendingRows) -> Self {
+        LazySites { rows: Mutex::new(Some(rows)), built: OnceLock::new() }
+    }
+
+    fn built(&self) -> &(ScatteredSites, Vec<usize>) {
+        // `OnceLock` runs one initialiser at a time, so the rows are taken exactly once.
+        self.built.get_or_init(|| {
+            let pending = self.rows.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+            let mut builder = ScatteredSitesBuilder::with_capacity(pending.rows.len());
+            let mut kept = vec![0usize; pending.ends.len()];
+            let mut file = 0;
+            for (i, (m, n, k, leaf)) in pending.rows.into_iter().enumerate() {
+                while file < pending.ends.len() && i >= pending.ends[file] {
+                    file += 1;
+                }
+                if builder.insert(m, n, k, leaf) {
+                    kept[file] += 1;
+                }
+            }
+            (builder.build(), kept)
+        })
     }
 
     fn get(&self) -> &ScatteredSites {
-        // `OnceLock` runs one initialiser at a time, so the builder is taken exactly once.
-        self.sites.get_or_init(|| {
-            let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-            rows.take().unwrap_or_default().build()
-        })
+        &self.built().0
     }
 }
 
 impl GemmTable {
-    /// Loads and merges every source first-wins.
+    /// Loads every source; quants merge first-wins (files in priority order) on first use.
     pub fn load(resolver: &SourceResolver, system: &SystemSpec) -> Result<GemmTable> {
         let sources = resolver.sources("gemm_perf.parquet");
         let tables = read_sources(
             &sources,
             &["gemm_dtype", "m", "n", "k", "latency", "power", "kernel_source"],
         )?;
-        let mut builders: Vec<(String, ScatteredSitesBuilder, Option<(f64, f64)>)> = Vec::new();
-        let mut rows = 0usize;
-        let mut used = Vec::new();
+        let mut builders: Vec<(String, PendingRows, Option<(f64, f64)>)> = Vec::new();
+        let mut accepted = 0usize;
+        let mut files = Vec::new();
         for (table, filter) in &tables {
-            let before = rows;
             // Strings stay dictionary-coded: the filter, the quant name and its slot are
             // decided once per distinct value, not once per row.
             let dtype = table.str_codes("gemm_dtype")?;
@@ -68,6 +96,12 @@ impl GemmTable {
                 .unwrap_or_default();
             let no_kernel_ok = passes_filter(filter, None);
             let mut slot_of: Vec<Option<usize>> = vec![None; dtype.values.len()];
+            // Room for each quant's rows of this file up front (no regrowth by copying).
+            let mut per_code = vec![0usize; dtype.values.len()];
+            for &c in dtype.codes.iter() {
+                per_code[c as usize] += 1;
+            }
+            let mut reserved = vec![false; dtype.values.len()];
             for i in 0..table.num_rows {
                 let ok = match &kernel {
                     Some(c) => kernel_ok[c.codes[i] as usize],
@@ -91,7 +125,7 @@ impl GemmTable {
                                 let consts = GemmQuant::parse(q).and_then(|gq| {
                                     system.flops(q, gq.flops_key()).ok().map(|f| (f, gq.bytes_per_elem()))
                                 });
-                                builders.push((q.to_string(), ScatteredSitesBuilder::new(), consts));
+                                builders.push((q.to_string(), PendingRows::default(), consts));
                                 builders.len() - 1
                             }
                         };
@@ -109,18 +143,29 @@ impl GemmTable {
                         leaf.latency = sol;
                     }
                 }
-                if builders[slot].1.insert(mi, ni, ki, leaf) {
-                    rows += 1;
+                if !reserved[code] {
+                    reserved[code] = true;
+                    builders[slot].1.rows.reserve(per_code[code]);
                 }
+                builders[slot].1.rows.push((mi, ni, ki, leaf));
+                accepted += 1;
             }
-            used.push(SourceRows::new(&table.path, rows - before));
+            files.push(table.path.clone());
+            // Close this file's range in every quant (a quant first seen later starts here).
+            for b in &mut builders {
+                b.1.ends.resize(files.len() - 1, 0);
+                let end = b.1.rows.len();
+                b.1.ends.push(end);
+            }
         }
-        if rows == 0 {
+        // The first accepted row always survives the merge, so no accepted row = no rows.
+        if accepted == 0 {
             return Err(no_rows_message("GEMM", &sources));
         }
         Ok(GemmTable {
             quants: builders.into_iter().map(|(q, b, _)| (q, LazySites::new(b))).collect(),
-            sources: used,
+            files,
+            sources: OnceLock::new(),
         })
     }
 
@@ -144,9 +189,18 @@ impl GemmTable {
         self.quants.iter().map(|(q, s)| (q.as_str(), s.get()))
     }
 
-    /// The files this table was merged from, with the rows each contributed.
+    /// The files this table was merged from, with the rows each contributed (merges every
+    /// quant not merged yet).
     pub fn sources(&self) -> &[SourceRows] {
-        &self.sources
+        self.sources.get_or_init(|| {
+            let mut kept = vec![0usize; self.files.len()];
+            for (_, sites) in &self.quants {
+                for (total, n) in kept.iter_mut().zip(&sites.built().1) {
+                    *total += n;
+                }
+            }
+            self.files.iter().zip(kept).map(|(f, n)| SourceRows::new(f, n)).collect()
+        })
     }
 
     /// Quant names present, in file order.

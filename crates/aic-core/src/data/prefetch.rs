@@ -1,0 +1,70 @@
+//! Loading a perf database's tables in the background while the caller does other work.
+//!
+//! A deployment sweep knows its database (system, backend, version) before it compiles a single
+//! layout, but the engines that read the tables are only built once every layout is compiled,
+//! in the front end, one after the other. [`prefetch_tables`] opens the database and loads the
+//! tables every engine reads (GEMM and the communication tables) on a background thread, so
+//! the load overlaps the compile instead of following it. The tables land in the database's
+//! own once-only slots: an engine built meanwhile waits for, or reuses, exactly the table it
+//! would have loaded itself (an error is kept there too, and reported by the engine's build
+//! as it would have been). Nothing is loaded twice, and a prefetch nobody uses costs only the
+//! background thread's time.
+
+use std::path::Path;
+
+use crate::data::sources::strict_provenance_from_env;
+use crate::data::tables::PerfDatabase;
+use crate::spec::Backend;
+
+/// Starts loading the GEMM and communication tables of the database an engine with this
+/// identity opens (provenance strictness from the environment, as the engine does). Returns
+/// false when no background load was started (the database cannot be opened, or no thread
+/// could be spawned); the caller then simply goes on, and the engine loads what it needs.
+pub fn prefetch_tables(
+    systems_root: &Path,
+    system: &str,
+    backend: Backend,
+    version: &str,
+    enable_shared_layer: bool,
+) -> bool {
+    let strict = strict_provenance_from_env();
+    let Ok(db) = PerfDatabase::open_with_provenance(systems_root, system, backend, version, enable_shared_layer, strict)
+    else {
+        return false;
+    };
+    std::thread::Builder::new()
+        .name("aic-prefetch".into())
+        .spawn(move || {
+            // Results (tables or errors) stay in the database; a panic stays in this thread.
+            let _ = db.gemm();
+            let _ = db.custom_allreduce();
+            let _ = db.nccl();
+        })
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/systems")
+    }
+
+    #[test]
+    fn a_prefetched_table_is_the_one_the_database_lends() {
+        assert!(prefetch_tables(&root(), "h100_sxm", Backend::Sglang, "0.5.14", true));
+        let db = PerfDatabase::open_with_provenance(&root(), "h100_sxm", Backend::Sglang, "0.5.14", true, strict_provenance_from_env())
+            .unwrap();
+        // waits for the background load if it is still running; the same table afterwards
+        let gemm = db.gemm().unwrap().clone();
+        assert!(std::sync::Arc::ptr_eq(&gemm, db.gemm().unwrap()));
+        assert!(gemm.quant("bfloat16").is_some());
+    }
+
+    #[test]
+    fn an_unknown_database_starts_nothing() {
+        assert!(!prefetch_tables(&root(), "no_such_system", Backend::Sglang, "0.5.14", true));
+    }
+}
