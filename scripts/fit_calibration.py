@@ -16,7 +16,11 @@ Usage (from the repo root, with the aic extension built):
        TTFT = ttft_scale * T1 * (1 + ttft_queue * (n - 1) / 2) + ttft_overhead_ms
    (for each overhead / queue on the grid the scale is the median ratio, so the fit is a
    deterministic, robust closed form; no optimiser, no random start).
-3. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
+3. Rows priced in the HYBRID database mode (their perf table is missing) get one factor pair on
+   top of their group's constants: ``hybrid.ttft_scale`` multiplies ``T1`` of a HYBRID-priced
+   prefill worker, ``hybrid.tpot_scale`` the parity TPOT of a HYBRID-priced decode worker; each
+   is the median over those rows of (measured - overhead) / (group-corrected kernel time).
+4. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
    without one family and scored on it only.
 
 The same closed form is applied by the native engine; the script checks its own predictions
@@ -49,6 +53,7 @@ TPOT_OVERHEADS = [i * 0.25 for i in range(0, 41)]  # 0 .. 10 ms per iteration
 TTFT_QUEUES = [i * 0.05 for i in range(0, 21)]
 TTFT_OVERHEADS = [float(i) for i in range(0, 401, 20)]  # 0 .. 400 ms per request
 IDENTITY = {"version": 1, "provenance": "identity (feature extraction)", "groups": {}}
+VERSION = 2  # group scalars plus the HYBRID factors
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
 
 
@@ -65,7 +70,11 @@ def features(rows: list[dict], progress=None) -> list[dict]:
                     "family": accuracy.family_of(row["model_path"]),
                     "parity_tpot": c["parity_tpot"], "t1": c["prefill_one_ms"],
                     "n": c["requests_per_rank"], "ttft": float(row["silicon_ttft_ms"]),
-                    "tpot": float(row["silicon_tpot_ms"])})
+                    "tpot": float(row["silicon_tpot_ms"]),
+                    "hybrid": tuple(c["hybrid_priced"]),
+                    # kernel-class splits and the batched prefill (scripts/calibration_experiments.py)
+                    "tpot_classes": c["tpot_classes"], "prefill_classes": c["prefill_classes"],
+                    "prefill_all_ms": c["prefill_all_ms"]})
     return out
 
 
@@ -73,13 +82,27 @@ def _median(values):
     return statistics.median(values) if values else math.nan
 
 
-def tpot_model(c, f):
-    return c["tpot_scale"] * f["parity_tpot"] + c["tpot_overhead_ms"]
+NO_HYBRID = {"ttft_scale": 1.0, "tpot_scale": 1.0}
 
 
-def ttft_model(c, f):
+def tpot_kernel(c, f, h=NO_HYBRID):
+    """The kernel part of the calibrated TPOT (without the per-iteration overhead)."""
+    return c["tpot_scale"] * f["parity_tpot"] * (h["tpot_scale"] if f["hybrid"][1] else 1.0)
+
+
+def ttft_kernel(c, f, h=NO_HYBRID):
+    """The kernel part of the calibrated TTFT (without the per-request overhead)."""
     waiting = (max(f["n"], 1.0) - 1.0) / 2.0
-    return c["ttft_scale"] * f["t1"] * (1.0 + c["ttft_queue"] * waiting) + c["ttft_overhead_ms"]
+    t1 = f["t1"] * (h["ttft_scale"] if f["hybrid"][0] else 1.0)
+    return c["ttft_scale"] * t1 * (1.0 + c["ttft_queue"] * waiting)
+
+
+def tpot_model(c, f, h=NO_HYBRID):
+    return tpot_kernel(c, f, h) + c["tpot_overhead_ms"]
+
+
+def ttft_model(c, f, h=NO_HYBRID):
+    return ttft_kernel(c, f, h) + c["ttft_overhead_ms"]
 
 
 def _fit_scale_offset(base: list[float], meas: list[float], offsets) -> tuple[float, float]:
@@ -114,7 +137,7 @@ def fit_group(fs: list[dict]) -> dict:
             "ttft_overhead_ms": ttft_overhead, "rows": len(fs)}
 
 
-def fit(fs: list[dict]) -> dict:
+def fit_groups(fs: list[dict]) -> dict:
     """Constants for every group with enough rows and the pooled fallbacks."""
     fs = [f for f in fs if f is not None]
     buckets: dict = {}
@@ -127,6 +150,33 @@ def fit(fs: list[dict]) -> dict:
             or key == "*/*/*"}
 
 
+def fit_hybrid(groups: dict, fs: list[dict]) -> dict:
+    """The HYBRID factors: over the rows whose prefill (decode) worker is HYBRID-priced, the
+    median of (measured - overhead) / kernel time under their group's constants (1 without
+    such rows)."""
+    out = {}
+    for name, side, kernel, meas, off in (
+            ("ttft_scale", 0, ttft_kernel, "ttft", "ttft_overhead_ms"),
+            ("tpot_scale", 1, tpot_kernel, "tpot", "tpot_overhead_ms")):
+        ratios = []
+        for f in fs:
+            if f is None or not f["hybrid"][side]:
+                continue
+            c = lookup(groups, f)
+            k = kernel(c, f)
+            if k > 0:
+                ratios.append((f[meas] - c[off]) / k)
+        scale = _median(ratios)
+        out[name] = round(scale, 6) if scale > 0 else 1.0
+    return out
+
+
+def fit(fs: list[dict]) -> dict:
+    """The fitted model: ``{"groups": per-group constants, "hybrid": HYBRID factors}``."""
+    groups = fit_groups(fs)
+    return {"groups": groups, "hybrid": fit_hybrid(groups, fs)}
+
+
 def lookup(groups: dict, f: dict) -> dict:
     """The group a row uses, in the native lookup order."""
     for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
@@ -137,9 +187,9 @@ def lookup(groups: dict, f: dict) -> dict:
             "ttft_overhead_ms": 0.0}
 
 
-def predict(groups: dict, f: dict) -> tuple[float, float]:
-    c = lookup(groups, f)
-    return ttft_model(c, f), tpot_model(c, f)
+def predict(model: dict, f: dict) -> tuple[float, float]:
+    c = lookup(model["groups"], f)
+    return ttft_model(c, f, model["hybrid"]), tpot_model(c, f, model["hybrid"])
 
 
 def cross_validate(fs: list[dict]) -> list:
@@ -148,10 +198,10 @@ def cross_validate(fs: list[dict]) -> list:
     families = sorted({f["family"] for f in fs if f is not None})
     out: list = [None] * len(fs)
     for fam in families:
-        groups = fit([f for f in fs if f is not None and f["family"] != fam])
+        model = fit([f for f in fs if f is not None and f["family"] != fam])
         for i, f in enumerate(fs):
             if f is not None and f["family"] == fam:
-                out[i] = predict(groups, f)
+                out[i] = predict(model, f)
     return out
 
 
@@ -165,16 +215,18 @@ def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def document(groups: dict, rows_path: str, n_rows: int) -> dict:
+def document(model: dict, rows_path: str, n_rows: int) -> dict:
+    groups = model["groups"]
     rel = os.path.relpath(os.path.abspath(rows_path), REPO)
     return {
-        "version": 1,
+        "version": VERSION,
         "provenance": (f"fitted by scripts/fit_calibration.py on {rel} ({n_rows} rows, sha256 "
                        f"{_sha256(rows_path)}); grid search minimising the median APE per group; "
                        f"groups with fewer than {MIN_ROWS} rows (pooled: {MIN_POOLED_ROWS}) use the "
-                       f"next pooled '*' fit; "
-                       f"see ACCURACY.md"),
+                       f"next pooled '*' fit; HYBRID-priced rows: median factor on the kernel "
+                       f"part; see ACCURACY.md"),
         "groups": {k: {f: v[f] for f in FIELDS} for k, v in groups.items()},
+        "hybrid": dict(model["hybrid"]),
         "rows_per_group": {k: v["rows"] for k, v in groups.items()},
     }
 
@@ -200,22 +252,22 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = accuracy.load_rows(args.rows)
     fs = features(rows)
-    groups = fit(fs)
-    doc = document(groups, args.rows, len(rows))
+    model = fit(fs)
+    doc = document(model, args.rows, len(rows))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2, sort_keys=True)
         fh.write("\n")
     if os.path.abspath(args.out) == str(REPO / "data" / "calibration" / "serving.json"):
         write_sums()
-    insample = scored(rows, [predict(groups, f) if f else None for f in fs])
+    insample = scored(rows, [predict(model, f) if f else None for f in fs])
     print(f"in-sample: coverage {insample['coverage']:.1f} %, TTFT MdAPE "
           f"{insample['ttft_mdape']:.1f} %, TPOT MdAPE {insample['tpot_mdape']:.1f} %")
     if args.cv:
         cv = scored(rows, cross_validate(fs))
         print(f"leave-one-family-out: TTFT MdAPE {cv['ttft_mdape']:.1f} %, TPOT MdAPE "
               f"{cv['tpot_mdape']:.1f} %")
-    print(f"wrote {args.out} ({len(groups)} groups) at "
+    print(f"wrote {args.out} ({len(model['groups'])} groups, HYBRID factors {model['hybrid']}) at "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     return 0
 
