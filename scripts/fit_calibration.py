@@ -20,7 +20,13 @@ Usage (from the repo root, with the aic extension built):
    top of their group's constants: ``hybrid.ttft_scale`` multiplies ``T1`` of a HYBRID-priced
    prefill worker, ``hybrid.tpot_scale`` the parity TPOT of a HYBRID-priced decode worker; each
    is the median over those rows of (measured - overhead) / (group-corrected kernel time).
-4. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
+4. Decode attention kernels get one scale per backend (``classes.<group>.tpot.attention``,
+   the same for every group of a backend): the parity TPOT becomes ``TPOT_parity - A + k_b * A``
+   with ``A`` its attention share (the engine's kernel-class split). ``k_b`` is the weighted
+   median that minimises the mean relative error given the group constants; groups, HYBRID
+   factors and ``k_b`` are fitted in turn (``CLASS_ROUNDS`` times, then the groups and HYBRID
+   factors once more with the final ``k_b``).
+5. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
    without one family and scored on it only.
 
 The same closed form is applied by the native engine; the script checks its own predictions
@@ -53,7 +59,9 @@ TPOT_OVERHEADS = [i * 0.25 for i in range(0, 41)]  # 0 .. 10 ms per iteration
 TTFT_QUEUES = [i * 0.05 for i in range(0, 21)]
 TTFT_OVERHEADS = [float(i) for i in range(0, 401, 20)]  # 0 .. 400 ms per request
 IDENTITY = {"version": 1, "provenance": "identity (feature extraction)", "groups": {}}
-VERSION = 2  # group scalars plus the HYBRID factors
+VERSION = 2  # group scalars plus the HYBRID factors and the decode-attention class scales
+CLASS_ROUNDS = 2
+ATTENTION_SCALE_MIN = 0.05  # a kernel class cannot run in no time
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
 
 
@@ -171,10 +179,70 @@ def fit_hybrid(groups: dict, fs: list[dict]) -> dict:
     return out
 
 
+def with_attention(f: dict, k: float) -> dict:
+    """The row with its decode attention share scaled by ``k`` in the parity TPOT."""
+    a = f["tpot_classes"]["attention"]
+    return dict(f, parity_tpot=f["parity_tpot"] - a + k * a)
+
+
+def _weighted_median(values: list[float], weights: list[float]) -> float:
+    pairs = sorted(zip(values, weights))
+    half = sum(weights) / 2.0
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= half:
+            return v
+    return math.nan
+
+
+def fit_attention(model: dict, fs: list[dict], k: dict) -> dict:
+    """Per backend, the decode attention scale minimising the mean of
+    ``|c * (R + k * A) + o - m| / m`` (``c`` the group's TPOT scale times the HYBRID factor,
+    ``R`` the rest of the parity TPOT): the weighted median of ``(m - o - c R) / (c A)`` with
+    weights ``c A / m``."""
+    out = {}
+    for backend in sorted({f["backend"] for f in fs}):
+        values, weights = [], []
+        for f in fs:
+            if f["backend"] != backend:
+                continue
+            a = f["tpot_classes"]["attention"]
+            c = lookup(model["groups"], f)
+            scale = c["tpot_scale"] * (model["hybrid"]["tpot_scale"] if f["hybrid"][1] else 1.0)
+            if a <= 0 or scale <= 0:
+                continue
+            rest = f["parity_tpot"] - a
+            values.append((f["tpot"] - c["tpot_overhead_ms"] - scale * rest) / (scale * a))
+            weights.append(scale * a / f["tpot"])
+        kb = _weighted_median(values, weights) if values else k.get(backend, 1.0)
+        out[backend] = round(max(kb, ATTENTION_SCALE_MIN), 6)
+    return out
+
+
+def _attention_of(model: dict, f: dict) -> float:
+    """The decode attention scale a row gets: that of the group key it is looked up under."""
+    for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
+                f"*/{f['backend']}/*", "*/*/*"):
+        if key in model["groups"]:
+            backend = key.split("/")[1]
+            return model["attention"].get(backend, 1.0) if backend != "*" else 1.0
+    return 1.0
+
+
 def fit(fs: list[dict]) -> dict:
-    """The fitted model: ``{"groups": per-group constants, "hybrid": HYBRID factors}``."""
-    groups = fit_groups(fs)
-    return {"groups": groups, "hybrid": fit_hybrid(groups, fs)}
+    """The fitted model: ``{"groups": per-group constants, "hybrid": HYBRID factors,
+    "attention": decode attention scale per backend}``."""
+    fs = [f for f in fs if f is not None]
+    k: dict = {}
+    model: dict = {}
+    for rnd in range(CLASS_ROUNDS + 1):
+        adj = [with_attention(f, k.get(f["backend"], 1.0)) for f in fs]
+        groups = fit_groups(adj)
+        model = {"groups": groups, "hybrid": fit_hybrid(groups, adj), "attention": dict(k)}
+        if rnd < CLASS_ROUNDS:
+            k = fit_attention(model, fs, k)
+    return model
 
 
 def lookup(groups: dict, f: dict) -> dict:
@@ -189,7 +257,8 @@ def lookup(groups: dict, f: dict) -> dict:
 
 def predict(model: dict, f: dict) -> tuple[float, float]:
     c = lookup(model["groups"], f)
-    return ttft_model(c, f, model["hybrid"]), tpot_model(c, f, model["hybrid"])
+    g = with_attention(f, _attention_of(model, f))
+    return ttft_model(c, g, model["hybrid"]), tpot_model(c, g, model["hybrid"])
 
 
 def cross_validate(fs: list[dict]) -> list:
@@ -224,9 +293,11 @@ def document(model: dict, rows_path: str, n_rows: int) -> dict:
                        f"{_sha256(rows_path)}); grid search minimising the median APE per group; "
                        f"groups with fewer than {MIN_ROWS} rows (pooled: {MIN_POOLED_ROWS}) use the "
                        f"next pooled '*' fit; HYBRID-priced rows: median factor on the kernel "
-                       f"part; see ACCURACY.md"),
+                       f"part; decode attention scaled per backend (classes); see ACCURACY.md"),
         "groups": {k: {f: v[f] for f in FIELDS} for k, v in groups.items()},
         "hybrid": dict(model["hybrid"]),
+        "classes": {k: {"tpot": {"attention": model["attention"][k.split("/")[1]]}}
+                    for k in groups if k.split("/")[1] in model["attention"]},
         "rows_per_group": {k: v["rows"] for k, v in groups.items()},
     }
 
@@ -267,7 +338,8 @@ def main(argv=None) -> int:
         cv = scored(rows, cross_validate(fs))
         print(f"leave-one-family-out: TTFT MdAPE {cv['ttft_mdape']:.1f} %, TPOT MdAPE "
               f"{cv['tpot_mdape']:.1f} %")
-    print(f"wrote {args.out} ({len(model['groups'])} groups, HYBRID factors {model['hybrid']}) at "
+    print(f"wrote {args.out} ({len(model['groups'])} groups, HYBRID factors {model['hybrid']}, "
+          f"decode attention scales {model['attention']}) at "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     return 0
 

@@ -127,6 +127,10 @@ def test_shipped_constants_have_provenance_and_every_backend():
     doc = load_calibration()
     assert doc["version"] == 2 and "fit_calibration.py" in doc["provenance"]
     assert set(doc["hybrid"]) == {"ttft_scale", "tpot_scale"}
+    # the decode attention scale is one per backend, carried by every group of that backend
+    for key, c in doc["classes"].items():
+        assert set(c) == {"tpot"} and set(c["tpot"]) == {"attention"}
+        assert c["tpot"] == doc["classes"][f"*/{key.split('/')[1]}/*"]["tpot"]
     for backend in ("trtllm", "vllm", "sglang"):
         assert f"*/{backend}/*" in doc["groups"]
     assert "*/*/*" in doc["groups"]
