@@ -16,7 +16,17 @@ Usage (from the repo root, with the aic extension built):
        TTFT = ttft_scale * T1 * (1 + ttft_queue * (n - 1) / 2) + ttft_overhead_ms
    (for each overhead / queue on the grid the scale is the median ratio, so the fit is a
    deterministic, robust closed form; no optimiser, no random start).
-3. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
+3. Rows priced in the HYBRID database mode (their perf table is missing) get one factor pair on
+   top of their group's constants: ``hybrid.ttft_scale`` multiplies ``T1`` of a HYBRID-priced
+   prefill worker, ``hybrid.tpot_scale`` the parity TPOT of a HYBRID-priced decode worker; each
+   is the median over those rows of (measured - overhead) / (group-corrected kernel time).
+4. Decode attention kernels get one scale per backend (``classes.<group>.tpot.attention``,
+   the same for every group of a backend): the parity TPOT becomes ``TPOT_parity - A + k_b * A``
+   with ``A`` its attention share (the engine's kernel-class split). ``k_b`` is the weighted
+   median that minimises the mean relative error given the group constants; groups, HYBRID
+   factors and ``k_b`` are fitted in turn (``CLASS_ROUNDS`` times, then the groups and HYBRID
+   factors once more with the final ``k_b``).
+5. ``--cv`` also runs leave-one-model-family-out cross-validation: the constants are refitted
    without one family and scored on it only.
 
 The same closed form is applied by the native engine; the script checks its own predictions
@@ -49,6 +59,9 @@ TPOT_OVERHEADS = [i * 0.25 for i in range(0, 41)]  # 0 .. 10 ms per iteration
 TTFT_QUEUES = [i * 0.05 for i in range(0, 21)]
 TTFT_OVERHEADS = [float(i) for i in range(0, 401, 20)]  # 0 .. 400 ms per request
 IDENTITY = {"version": 1, "provenance": "identity (feature extraction)", "groups": {}}
+VERSION = 2  # group scalars plus the HYBRID factors and the decode-attention class scales
+CLASS_ROUNDS = 2
+ATTENTION_SCALE_MIN = 0.05  # a kernel class cannot run in no time
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
 
 
@@ -65,7 +78,11 @@ def features(rows: list[dict], progress=None) -> list[dict]:
                     "family": accuracy.family_of(row["model_path"]),
                     "parity_tpot": c["parity_tpot"], "t1": c["prefill_one_ms"],
                     "n": c["requests_per_rank"], "ttft": float(row["silicon_ttft_ms"]),
-                    "tpot": float(row["silicon_tpot_ms"])})
+                    "tpot": float(row["silicon_tpot_ms"]),
+                    "hybrid": tuple(c["hybrid_priced"]),
+                    # kernel-class splits and the batched prefill (scripts/calibration_experiments.py)
+                    "tpot_classes": c["tpot_classes"], "prefill_classes": c["prefill_classes"],
+                    "prefill_all_ms": c["prefill_all_ms"]})
     return out
 
 
@@ -73,13 +90,27 @@ def _median(values):
     return statistics.median(values) if values else math.nan
 
 
-def tpot_model(c, f):
-    return c["tpot_scale"] * f["parity_tpot"] + c["tpot_overhead_ms"]
+NO_HYBRID = {"ttft_scale": 1.0, "tpot_scale": 1.0}
 
 
-def ttft_model(c, f):
+def tpot_kernel(c, f, h=NO_HYBRID):
+    """The kernel part of the calibrated TPOT (without the per-iteration overhead)."""
+    return c["tpot_scale"] * f["parity_tpot"] * (h["tpot_scale"] if f["hybrid"][1] else 1.0)
+
+
+def ttft_kernel(c, f, h=NO_HYBRID):
+    """The kernel part of the calibrated TTFT (without the per-request overhead)."""
     waiting = (max(f["n"], 1.0) - 1.0) / 2.0
-    return c["ttft_scale"] * f["t1"] * (1.0 + c["ttft_queue"] * waiting) + c["ttft_overhead_ms"]
+    t1 = f["t1"] * (h["ttft_scale"] if f["hybrid"][0] else 1.0)
+    return c["ttft_scale"] * t1 * (1.0 + c["ttft_queue"] * waiting)
+
+
+def tpot_model(c, f, h=NO_HYBRID):
+    return tpot_kernel(c, f, h) + c["tpot_overhead_ms"]
+
+
+def ttft_model(c, f, h=NO_HYBRID):
+    return ttft_kernel(c, f, h) + c["ttft_overhead_ms"]
 
 
 def _fit_scale_offset(base: list[float], meas: list[float], offsets) -> tuple[float, float]:
@@ -114,7 +145,7 @@ def fit_group(fs: list[dict]) -> dict:
             "ttft_overhead_ms": ttft_overhead, "rows": len(fs)}
 
 
-def fit(fs: list[dict]) -> dict:
+def fit_groups(fs: list[dict]) -> dict:
     """Constants for every group with enough rows and the pooled fallbacks."""
     fs = [f for f in fs if f is not None]
     buckets: dict = {}
@@ -127,6 +158,93 @@ def fit(fs: list[dict]) -> dict:
             or key == "*/*/*"}
 
 
+def fit_hybrid(groups: dict, fs: list[dict]) -> dict:
+    """The HYBRID factors: over the rows whose prefill (decode) worker is HYBRID-priced, the
+    median of (measured - overhead) / kernel time under their group's constants (1 without
+    such rows)."""
+    out = {}
+    for name, side, kernel, meas, off in (
+            ("ttft_scale", 0, ttft_kernel, "ttft", "ttft_overhead_ms"),
+            ("tpot_scale", 1, tpot_kernel, "tpot", "tpot_overhead_ms")):
+        ratios = []
+        for f in fs:
+            if f is None or not f["hybrid"][side]:
+                continue
+            c = lookup(groups, f)
+            k = kernel(c, f)
+            if k > 0:
+                ratios.append((f[meas] - c[off]) / k)
+        scale = _median(ratios)
+        out[name] = round(scale, 6) if scale > 0 else 1.0
+    return out
+
+
+def with_attention(f: dict, k: float) -> dict:
+    """The row with its decode attention share scaled by ``k`` in the parity TPOT."""
+    a = f["tpot_classes"]["attention"]
+    return dict(f, parity_tpot=f["parity_tpot"] - a + k * a)
+
+
+def _weighted_median(values: list[float], weights: list[float]) -> float:
+    pairs = sorted(zip(values, weights))
+    half = sum(weights) / 2.0
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= half:
+            return v
+    return math.nan
+
+
+def fit_attention(model: dict, fs: list[dict], k: dict) -> dict:
+    """Per backend, the decode attention scale minimising the mean of
+    ``|c * (R + k * A) + o - m| / m`` (``c`` the group's TPOT scale times the HYBRID factor,
+    ``R`` the rest of the parity TPOT): the weighted median of ``(m - o - c R) / (c A)`` with
+    weights ``c A / m``."""
+    out = {}
+    for backend in sorted({f["backend"] for f in fs}):
+        values, weights = [], []
+        for f in fs:
+            if f["backend"] != backend:
+                continue
+            a = f["tpot_classes"]["attention"]
+            c = lookup(model["groups"], f)
+            scale = c["tpot_scale"] * (model["hybrid"]["tpot_scale"] if f["hybrid"][1] else 1.0)
+            if a <= 0 or scale <= 0:
+                continue
+            rest = f["parity_tpot"] - a
+            values.append((f["tpot"] - c["tpot_overhead_ms"] - scale * rest) / (scale * a))
+            weights.append(scale * a / f["tpot"])
+        kb = _weighted_median(values, weights) if values else k.get(backend, 1.0)
+        out[backend] = round(max(kb, ATTENTION_SCALE_MIN), 6)
+    return out
+
+
+def _attention_of(model: dict, f: dict) -> float:
+    """The decode attention scale a row gets: that of the group key it is looked up under."""
+    for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
+                f"*/{f['backend']}/*", "*/*/*"):
+        if key in model["groups"]:
+            backend = key.split("/")[1]
+            return model["attention"].get(backend, 1.0) if backend != "*" else 1.0
+    return 1.0
+
+
+def fit(fs: list[dict]) -> dict:
+    """The fitted model: ``{"groups": per-group constants, "hybrid": HYBRID factors,
+    "attention": decode attention scale per backend}``."""
+    fs = [f for f in fs if f is not None]
+    k: dict = {}
+    model: dict = {}
+    for rnd in range(CLASS_ROUNDS + 1):
+        adj = [with_attention(f, k.get(f["backend"], 1.0)) for f in fs]
+        groups = fit_groups(adj)
+        model = {"groups": groups, "hybrid": fit_hybrid(groups, adj), "attention": dict(k)}
+        if rnd < CLASS_ROUNDS:
+            k = fit_attention(model, fs, k)
+    return model
+
+
 def lookup(groups: dict, f: dict) -> dict:
     """The group a row uses, in the native lookup order."""
     for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
@@ -137,9 +255,10 @@ def lookup(groups: dict, f: dict) -> dict:
             "ttft_overhead_ms": 0.0}
 
 
-def predict(groups: dict, f: dict) -> tuple[float, float]:
-    c = lookup(groups, f)
-    return ttft_model(c, f), tpot_model(c, f)
+def predict(model: dict, f: dict) -> tuple[float, float]:
+    c = lookup(model["groups"], f)
+    g = with_attention(f, _attention_of(model, f))
+    return ttft_model(c, g, model["hybrid"]), tpot_model(c, g, model["hybrid"])
 
 
 def cross_validate(fs: list[dict]) -> list:
@@ -148,10 +267,10 @@ def cross_validate(fs: list[dict]) -> list:
     families = sorted({f["family"] for f in fs if f is not None})
     out: list = [None] * len(fs)
     for fam in families:
-        groups = fit([f for f in fs if f is not None and f["family"] != fam])
+        model = fit([f for f in fs if f is not None and f["family"] != fam])
         for i, f in enumerate(fs):
             if f is not None and f["family"] == fam:
-                out[i] = predict(groups, f)
+                out[i] = predict(model, f)
     return out
 
 
@@ -165,16 +284,20 @@ def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def document(groups: dict, rows_path: str, n_rows: int) -> dict:
+def document(model: dict, rows_path: str, n_rows: int) -> dict:
+    groups = model["groups"]
     rel = os.path.relpath(os.path.abspath(rows_path), REPO)
     return {
-        "version": 1,
+        "version": VERSION,
         "provenance": (f"fitted by scripts/fit_calibration.py on {rel} ({n_rows} rows, sha256 "
                        f"{_sha256(rows_path)}); grid search minimising the median APE per group; "
                        f"groups with fewer than {MIN_ROWS} rows (pooled: {MIN_POOLED_ROWS}) use the "
-                       f"next pooled '*' fit; "
-                       f"see ACCURACY.md"),
+                       f"next pooled '*' fit; HYBRID-priced rows: median factor on the kernel "
+                       f"part; decode attention scaled per backend (classes); see ACCURACY.md"),
         "groups": {k: {f: v[f] for f in FIELDS} for k, v in groups.items()},
+        "hybrid": dict(model["hybrid"]),
+        "classes": {k: {"tpot": {"attention": model["attention"][k.split("/")[1]]}}
+                    for k in groups if k.split("/")[1] in model["attention"]},
         "rows_per_group": {k: v["rows"] for k, v in groups.items()},
     }
 
@@ -200,22 +323,23 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = accuracy.load_rows(args.rows)
     fs = features(rows)
-    groups = fit(fs)
-    doc = document(groups, args.rows, len(rows))
+    model = fit(fs)
+    doc = document(model, args.rows, len(rows))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2, sort_keys=True)
         fh.write("\n")
     if os.path.abspath(args.out) == str(REPO / "data" / "calibration" / "serving.json"):
         write_sums()
-    insample = scored(rows, [predict(groups, f) if f else None for f in fs])
+    insample = scored(rows, [predict(model, f) if f else None for f in fs])
     print(f"in-sample: coverage {insample['coverage']:.1f} %, TTFT MdAPE "
           f"{insample['ttft_mdape']:.1f} %, TPOT MdAPE {insample['tpot_mdape']:.1f} %")
     if args.cv:
         cv = scored(rows, cross_validate(fs))
         print(f"leave-one-family-out: TTFT MdAPE {cv['ttft_mdape']:.1f} %, TPOT MdAPE "
               f"{cv['tpot_mdape']:.1f} %")
-    print(f"wrote {args.out} ({len(groups)} groups) at "
+    print(f"wrote {args.out} ({len(model['groups'])} groups, HYBRID factors {model['hybrid']}, "
+          f"decode attention scales {model['attention']}) at "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     return 0
 

@@ -74,6 +74,48 @@ def test_static_modes_are_not_calibrated():
         estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, **{**AGG, "mode": "static"})
 
 
+def test_class_split_adds_up_to_the_figures_it_splits():
+    out = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=IDENTITY, **AGG)
+    cal = out["result"]["calibration"]
+    assert set(cal["tpot_classes"]) == {"gemm", "attention", "moe", "comm", "other"}
+    assert sum(cal["tpot_classes"].values()) == pytest.approx(cal["parity_tpot"], rel=1e-9)
+    assert sum(cal["prefill_classes"].values()) == pytest.approx(cal["prefill_one_ms"], rel=1e-9)
+    assert cal["tpot_classes"]["moe"] == 0.0 and cal["tpot_classes"]["gemm"] > 0.0  # dense model
+    assert cal["hybrid_priced"] == [False, False]
+
+
+def test_class_scales_of_version_2_apply_to_the_split():
+    k = {"gemm": 0.5, "attention": 2.0}
+    doc = {"version": 2, "groups": CONSTANTS["groups"],
+           "classes": {"h100_sxm/trtllm/agg": {"tpot": k, "ttft": k}}}
+    out = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=doc,
+                   concurrency=16, **AGG)
+    cal = out["result"]["calibration"]
+
+    def weighted(split):
+        return sum(k.get(c, 1.0) * v for c, v in split.items())
+
+    assert out["result"]["tpot"] == pytest.approx(0.8 * weighted(cal["tpot_classes"]) + 2.0)
+    assert out["result"]["ttft"] == pytest.approx(
+        1.5 * weighted(cal["prefill_classes"]) * 4.75 + 30.0)
+
+
+def test_hybrid_factors_apply_to_hybrid_priced_rows_only():
+    row = ROWS["2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_ep8_929"]
+    doc = {"version": 2, "groups": {"*/*/*": {"tpot_scale": 1.0, "tpot_overhead_ms": 1.0,
+                                              "ttft_scale": 1.0, "ttft_queue": 0.0,
+                                              "ttft_overhead_ms": 10.0}},
+           "hybrid": {"ttft_scale": 0.5, "tpot_scale": 2.0}}
+    p = accuracy.predict_row(row, calibrated=True, calibration=doc)
+    assert p.fallback == "HYBRID" and p.extra["hybrid_priced"] == [True, True]
+    assert p.ttft == pytest.approx(0.5 * p.extra["prefill_one_ms"] + 10.0)
+    assert p.tpot == pytest.approx(2.0 * p.extra["parity_tpot"] + 1.0)
+    silicon = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=doc,
+                       **AGG)["result"]
+    assert silicon["calibration"]["hybrid_priced"] == [False, False]
+    assert silicon["tpot"] == pytest.approx(silicon["calibration"]["parity_tpot"] + 1.0)
+
+
 def test_bad_constants_are_refused():
     bad = {"version": 1, "groups": {"*/*/*": {**CONSTANTS["groups"]["h100_sxm/trtllm/agg"],
                                               "tpot_scale": -1.0}}}
@@ -83,7 +125,12 @@ def test_bad_constants_are_refused():
 
 def test_shipped_constants_have_provenance_and_every_backend():
     doc = load_calibration()
-    assert doc["version"] == 1 and "fit_calibration.py" in doc["provenance"]
+    assert doc["version"] == 2 and "fit_calibration.py" in doc["provenance"]
+    assert set(doc["hybrid"]) == {"ttft_scale", "tpot_scale"}
+    # the decode attention scale is one per backend, carried by every group of that backend
+    for key, c in doc["classes"].items():
+        assert set(c) == {"tpot"} and set(c["tpot"]) == {"attention"}
+        assert c["tpot"] == doc["classes"][f"*/{key.split('/')[1]}/*"]["tpot"]
     for backend in ("trtllm", "vllm", "sglang"):
         assert f"*/{backend}/*" in doc["groups"]
     assert "*/*/*" in doc["groups"]
@@ -107,8 +154,8 @@ def test_shipped_constants_are_what_the_fit_script_produces():
     fit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fit)
     rows = list(ROWS.values())
-    groups = fit.fit(fit.features(rows))
-    doc = fit.document(groups, REPO / "data" / "silicon" / "calibration.csv", len(rows))
+    model = fit.fit(fit.features(rows))
+    doc = fit.document(model, REPO / "data" / "silicon" / "calibration.csv", len(rows))
     assert doc == load_calibration()
 
 

@@ -62,7 +62,7 @@ fn cal(key: &str, c: Option<StepCorrection>) -> Calibration {
     if let Some(c) = c {
         groups.insert(key.to_string(), c);
     }
-    Calibration { version: 1, provenance: String::new(), groups }
+    Calibration { version: 1, provenance: String::new(), groups, classes: BTreeMap::new(), hybrid: None }
 }
 
 fn agg() -> AggParams {
@@ -87,6 +87,12 @@ fn identity_constants_keep_the_parity_tpot() {
     assert_eq!(f.parity_ttft, parity.row.f("ttft"));
     assert_eq!(f.ttft, w.engine.prefill_latency_ms(1, 2048, 0).unwrap());
     assert_eq!((f.requests_per_rank, f.group.as_str()), (16.0, ""));
+    // The class splits add up to the figures they split.
+    assert!((f.tpot_classes.total() - f.parity_tpot).abs() < 1e-9 * f.parity_tpot);
+    assert!((f.prefill_classes.total() - f.prefill_one_ms).abs() < 1e-9 * f.prefill_one_ms);
+    assert!(f.tpot_classes.0[0] > 0.0 && f.prefill_classes.0[1] > 0.0, "GEMM and attention time present");
+    assert!(f.prefill_all_ms.unwrap() > f.prefill_one_ms);
+    assert_eq!(f.hybrid, (false, false));
 }
 
 #[test]

@@ -585,4 +585,17 @@ impl Engine {
         Engine::walk(&compiled, &Twins::none(compiled.len()), &shape, Some(&mut f))?;
         Ok(f.into_results())
     }
+
+    /// The database mode the engine prices its ops in.
+    pub fn database_mode(&self) -> DatabaseMode {
+        self.mode
+    }
+
+    /// Per-op list of [`Engine::prefill_latency_ms`] (name-folded, spec 40 §8.3).
+    pub fn prefill_per_op(&self, batch_size: u32, isl: u32, prefix: u32) -> Result<Vec<OpResult>> {
+        let _call = provenance::CallScope::start();
+        let mut f = Folder::default();
+        self.context_phase(u64::from(batch_size), u64::from(isl), u64::from(prefix), 1.0, Some(&mut f))?;
+        Ok(f.into_results())
+    }
 }

@@ -18,6 +18,17 @@
 //! prefill rank in disagg): with FIFO prefill a request waits on average for half of the others
 //! (`ttft_queue = 1`), less when arrivals drift apart or prefills are batched.
 //!
+//! Version 2 of the constants adds, per group, a scale per kernel class
+//! ([`super::op_classes`]): the parity TPOT and `T₁` are split by the class shares of their
+//! per-op breakdown and each class is scaled by its own measured / priced ratio before the
+//! group scalars apply (`Σ_c k_c · time_c` in place of the parity figure). Table drift differs
+//! by kernel class (GEMM, attention, MoE, collectives), so these scales are shared by model
+//! families where one scalar per group is not.
+//!
+//! Version 2 also holds one factor pair for estimates priced in the HYBRID database mode (the
+//! fallback of a row whose perf table is missing): measured / predicted kernel time of such
+//! rows, applied to `T₁` and the TPOT base on top of their group's constants.
+//!
 //! A memory verdict does not stop a calibrated estimate (it is reported instead): the memory
 //! model is the reference's and is known to reject deployments that were measured running.
 //! [`CalibratedLatencyModel`] offers the step-level part of the same correction to serving
@@ -34,6 +45,7 @@ use crate::error::{AicError, Result};
 
 use super::agg::{agg_eval, AggParams};
 use super::disagg::{compose, decode_worker, prefill_worker, DisaggParams, TTFT_FACTOR};
+use super::op_classes::{ClassScales, ClassTimes};
 use super::worker::Worker;
 
 /// The correction of one `system/backend/mode` group. Every constant is physical:
@@ -86,17 +98,52 @@ impl StepCorrection {
     }
 }
 
+/// The per-kernel-class scales of one group (version 2 of the constants): the parity TPOT and
+/// the one-request prefill `T₁` become `Σ_c k_c · time_c` over their class split.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ClassCorrection {
+    /// Scales of the decode iteration's classes.
+    #[serde(default = "ClassCorrection::one")]
+    pub tpot: ClassScales,
+    /// Scales of the one-request prefill's classes.
+    #[serde(default = "ClassCorrection::one")]
+    pub ttft: ClassScales,
+}
+
+impl ClassCorrection {
+    fn one() -> ClassScales {
+        ClassScales::ONE
+    }
+}
+
+/// The correction of estimates priced in the HYBRID database mode (a missing table answered by
+/// the utilisation-transfer estimate): measured / predicted kernel time of such rows.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct HybridCorrection {
+    /// Multiplies the one-request prefill `T₁` of a HYBRID-priced prefill worker.
+    pub ttft_scale: f64,
+    /// Multiplies the TPOT base of a HYBRID-priced decode worker.
+    pub tpot_scale: f64,
+}
+
 /// The fitted constants: one [`StepCorrection`] per group key `system/backend/mode`, where any
 /// part may be `*` (a pooled fit used when the exact group has too few measured rows).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Calibration {
-    /// Format version (1).
+    /// Format version (1: group scalars only; 2: also per-class scales).
     pub version: u32,
     /// Where the constants come from (sample, script, date).
     #[serde(default)]
     pub provenance: String,
     /// Corrections by group key.
     pub groups: BTreeMap<String, StepCorrection>,
+    /// Per-kernel-class scales by group key (version 2; a group without an entry uses 1 for
+    /// every class).
+    #[serde(default)]
+    pub classes: BTreeMap<String, ClassCorrection>,
+    /// The HYBRID-priced rows' correction (version 2; none: factor 1).
+    #[serde(default)]
+    pub hybrid: Option<HybridCorrection>,
 }
 
 impl Calibration {
@@ -118,14 +165,26 @@ impl Calibration {
 
     /// Checks the format version and every group's constants.
     pub fn check(&self) -> Result<()> {
-        if self.version != 1 {
+        if self.version != 1 && self.version != 2 {
             return Err(AicError::value(format!(
-                "calibration constants version {} is not supported (expected 1)",
+                "calibration constants version {} is not supported (expected 1 or 2)",
                 self.version
             )));
         }
         for (key, c) in &self.groups {
             c.check(key)?;
+        }
+        if let Some(h) = &self.hybrid {
+            if ![h.ttft_scale, h.tpot_scale].iter().all(|v| v.is_finite() && *v > 0.0) {
+                return Err(AicError::value("calibration 'hybrid': both scales must be finite and positive"));
+            }
+        }
+        for (key, c) in &self.classes {
+            if !c.tpot.is_valid() || !c.ttft.is_valid() {
+                return Err(AicError::value(format!(
+                    "calibration group '{key}': every class scale must be finite and non-negative"
+                )));
+            }
         }
         Ok(())
     }
@@ -146,6 +205,32 @@ impl Calibration {
         }
         (StepCorrection::IDENTITY, String::new())
     }
+
+    /// The per-class scales stored under a group key (all 1 when there are none).
+    pub fn classes_of(&self, key: &str) -> ClassCorrection {
+        self.classes.get(key).copied().unwrap_or(ClassCorrection { tpot: ClassScales::ONE, ttft: ClassScales::ONE })
+    }
+}
+
+/// What the engine says about one row, before any constant applies: the inputs of the closed
+/// form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowFeatures {
+    /// The parity TTFT and TPOT, ms.
+    pub parity: (f64, f64),
+    /// One request's prefill alone on the prefill worker, ms.
+    pub prefill_one_ms: f64,
+    /// Requests arriving together at one prefill rank.
+    pub requests_per_rank: f64,
+    /// The parity TPOT split by kernel class (sums to the parity TPOT), ms.
+    pub tpot_classes: ClassTimes,
+    /// `prefill_one_ms` split by kernel class, ms.
+    pub prefill_classes: ClassTimes,
+    /// The prefill of all `requests_per_rank` requests (rounded up) as one batch, ms (`None`
+    /// when the engine cannot price it).
+    pub prefill_all_ms: Option<f64>,
+    /// The prefill and the decode worker price in the HYBRID database mode.
+    pub hybrid: (bool, bool),
 }
 
 /// What a calibrated estimate adds to the parity one.
@@ -167,19 +252,45 @@ pub struct CalibratedFigures {
     pub group: String,
     /// The memory model predicted OOM (or KV over budget) and was overruled.
     pub memory_overruled: bool,
+    /// The parity TPOT split by kernel class, ms.
+    pub tpot_classes: ClassTimes,
+    /// The one-request prefill split by kernel class, ms.
+    pub prefill_classes: ClassTimes,
+    /// The prefill of all co-arriving requests of a rank as one batch, ms.
+    pub prefill_all_ms: Option<f64>,
+    /// The prefill / decode worker priced in the HYBRID mode (the HYBRID factors applied).
+    pub hybrid: (bool, bool),
 }
 
 impl CalibratedFigures {
-    fn new(c: &StepCorrection, group: String, parity: (f64, f64), prefill_one_ms: f64, n: f64, overruled: bool) -> Self {
+    /// Applies the constants of `cal` found under `system/backend/mode` to one row's features.
+    pub fn from_features(cal: &Calibration, system: &str, backend: &str, mode: &str, f: RowFeatures, overruled: bool) -> Self {
+        let (c, group) = cal.lookup(system, backend, mode);
+        // A group without class scales uses the parity figures as they are (bit for bit).
+        let k = cal.classes.get(&group);
+        let mut tpot_base = k.map_or(f.parity.1, |k| f.tpot_classes.weighted(&k.tpot));
+        let mut t1 = k.map_or(f.prefill_one_ms, |k| f.prefill_classes.weighted(&k.ttft));
+        if let Some(h) = &cal.hybrid {
+            if f.hybrid.0 {
+                t1 *= h.ttft_scale;
+            }
+            if f.hybrid.1 {
+                tpot_base *= h.tpot_scale;
+            }
+        }
         CalibratedFigures {
-            ttft: c.ttft(prefill_one_ms, n),
-            tpot: c.tpot(parity.1),
-            parity_ttft: parity.0,
-            parity_tpot: parity.1,
-            prefill_one_ms,
-            requests_per_rank: n.max(1.0),
+            ttft: c.ttft(t1, f.requests_per_rank),
+            tpot: c.tpot(tpot_base),
+            parity_ttft: f.parity.0,
+            parity_tpot: f.parity.1,
+            prefill_one_ms: f.prefill_one_ms,
+            requests_per_rank: f.requests_per_rank.max(1.0),
             group,
             memory_overruled: overruled,
+            tpot_classes: f.tpot_classes,
+            prefill_classes: f.prefill_classes,
+            prefill_all_ms: f.prefill_all_ms,
+            hybrid: f.hybrid,
         }
     }
 
@@ -190,6 +301,9 @@ impl CalibratedFigures {
             "parity_ttft": self.parity_ttft, "parity_tpot": self.parity_tpot,
             "prefill_one_ms": self.prefill_one_ms, "requests_per_rank": self.requests_per_rank,
             "group": self.group, "memory_overruled": self.memory_overruled,
+            "tpot_classes": self.tpot_classes.to_json(), "prefill_classes": self.prefill_classes.to_json(),
+            "prefill_all_ms": self.prefill_all_ms,
+            "hybrid_priced": [self.hybrid.0, self.hybrid.1],
         })
     }
 }
@@ -200,10 +314,22 @@ pub fn calibrated_agg(w: &Worker, p: &AggParams, cal: &Calibration, concurrency:
     let eval = agg_eval(w, p)?;
     let (_, _, dp) = w.tp_pp_dp();
     let n = concurrency.map_or(f64::from(p.batch_size), |c| f64::from(c) / f64::from(dp.max(1)));
-    let t1 = w.engine.prefill_latency_ms(1, p.isl, p.prefix)?;
-    let (c, key) = cal.lookup(w.system_name(), w.backend().as_str(), "agg");
-    let overruled = eval.verdict.oom;
-    let figures = CalibratedFigures::new(&c, key, (eval.row.f("ttft"), eval.row.f("tpot")), t1, n, overruled);
+    let parity = (eval.row.f("ttft"), eval.row.f("tpot"));
+    let s = &eval.schedule;
+    let mix_parts = w.engine.mixed_step_breakdown_per_op(p.ctx_tokens, s.g, p.isl, p.osl, p.prefix, 1.0, 1.0)?;
+    let mix = ClassTimes::from_ops(mix_parts.iter().flatten().map(|o| (o.name.as_str(), o.latency_ms)));
+    let gen = if s.genonly_reqs > 0 {
+        let ops = w.engine.decode_step_per_op(s.genonly_reqs, p.isl, p.osl, 1.0)?;
+        ClassTimes::from_ops(ops.iter().map(|o| (o.name.as_str(), o.latency_ms)))
+    } else {
+        ClassTimes::default()
+    };
+    // The parity TPOT is (l_mix · tpot_mix_steps + l_gen · genonly_steps) / steps / tokens per
+    // iteration: the same weights split it by class.
+    let tpot_classes = mix.combine(s.tpot_mix_steps, &gen, s.genonly_steps).rescaled(parity.1);
+    let hybrid = is_hybrid(w);
+    let features = RowFeatures { hybrid: (hybrid, hybrid), ..prefill_features(w, p.isl, p.prefix, n, parity, tpot_classes)? };
+    let figures = CalibratedFigures::from_features(cal, w.system_name(), w.backend().as_str(), "agg", features, eval.verdict.oom);
     Ok((eval, figures))
 }
 
@@ -229,10 +355,37 @@ pub fn calibrated_disagg(pw: &Worker, dw: &Worker, p: &DisaggParams, cal: &Calib
     let (_, _, ddp) = dw.tp_pp_dp();
     let total = concurrency.map_or(f64::from(p.decode.batch_size) * f64::from(ddp) * f64::from(p.decode_workers), f64::from);
     let n = total / (f64::from(p.prefill_workers.max(1)) * f64::from(pdp.max(1)));
-    let t1 = pw.engine.prefill_latency_ms(1, p.isl, p.prefix)?;
-    let (c, key) = cal.lookup(pw.system_name(), pw.backend().as_str(), "disagg");
-    let figures = CalibratedFigures::new(&c, key, (row.f("ttft"), row.f("tpot")), t1, n, overruled);
+    let parity = (row.f("ttft"), row.f("tpot"));
+    let gen = ClassTimes::from_ops(decode.eval.generation.iter().map(|(name, ms)| (name.as_str(), *ms)));
+    let features = RowFeatures {
+        hybrid: (is_hybrid(pw), is_hybrid(dw)),
+        ..prefill_features(pw, p.isl, p.prefix, n, parity, gen.rescaled(parity.1))?
+    };
+    let figures = CalibratedFigures::from_features(cal, pw.system_name(), pw.backend().as_str(), "disagg", features, overruled);
     Ok((row, figures))
+}
+
+/// The prefill side of a row's features on the prefill worker `w`: `T₁`, its class split and
+/// the batched prefill of the `n` co-arriving requests.
+fn prefill_features(w: &Worker, isl: u32, prefix: u32, n: f64, parity: (f64, f64), tpot_classes: ClassTimes) -> Result<RowFeatures> {
+    let t1 = w.engine.prefill_latency_ms(1, isl, prefix)?;
+    let ops = w.engine.prefill_per_op(1, isl, prefix)?;
+    let prefill_classes = ClassTimes::from_ops(ops.iter().map(|o| (o.name.as_str(), o.latency_ms))).rescaled(t1);
+    let batch = n.max(1.0).ceil().min(f64::from(u32::MAX)) as u32;
+    let prefill_all_ms = w.engine.prefill_latency_ms(batch, isl, prefix).ok().filter(|v| v.is_finite());
+    Ok(RowFeatures {
+        parity,
+        prefill_one_ms: t1,
+        requests_per_rank: n,
+        tpot_classes,
+        prefill_classes,
+        prefill_all_ms,
+        hybrid: (false, false),
+    })
+}
+
+fn is_hybrid(w: &Worker) -> bool {
+    w.engine.database_mode() == crate::spec::DatabaseMode::Hybrid
 }
 
 /// A [`LatencyModel`] with the step-level part of a calibration group: prefill steps scaled by
@@ -333,9 +486,65 @@ mod tests {
     fn bad_constants_are_refused() {
         let neg = DOC.replace("\"ttft_queue\": 0.5", "\"ttft_queue\": -0.5");
         assert!(Calibration::from_json(&neg).is_err());
-        assert!(Calibration::from_json(&DOC.replace("\"version\": 1", "\"version\": 2")).is_err());
+        assert!(Calibration::from_json(&DOC.replace("\"version\": 1", "\"version\": 3")).is_err());
+        let bad_class = DOC.replace("\"groups\"", "\"classes\": {\"*/trtllm/*\": {\"tpot\": {\"moe\": -1}}}, \"groups\"");
+        assert!(Calibration::from_json(&bad_class).is_err());
         assert!(Calibration::from_json("{").is_err());
         assert!(from_request(None).is_err());
+    }
+
+    #[test]
+    fn class_scales_apply_to_the_class_split_before_the_group_scalars() {
+        let doc = DOC.replace("\"version\": 1", "\"version\": 2").replace(
+            "\"groups\"",
+            "\"classes\": {\"h200_sxm/trtllm/agg\": {\"tpot\": {\"gemm\": 0.5, \"comm\": 2.0}, \"ttft\": {\"attention\": 3.0}}}, \"groups\"",
+        );
+        let cal = Calibration::from_json(&doc).unwrap();
+        let f = RowFeatures {
+            parity: (50.0, 10.0),
+            prefill_one_ms: 100.0,
+            requests_per_rank: 9.0,
+            tpot_classes: ClassTimes([6.0, 2.0, 0.0, 1.0, 1.0]),
+            prefill_classes: ClassTimes([60.0, 40.0, 0.0, 0.0, 0.0]),
+            prefill_all_ms: None,
+            hybrid: (false, false),
+        };
+        let out = CalibratedFigures::from_features(&cal, "h200_sxm", "trtllm", "agg", f.clone(), false);
+        // TPOT base 0.5·6 + 2 + 2·1 + 1 = 8 ms; 0.9 · 8 + 1.5
+        assert!((out.tpot - 8.7).abs() < 1e-12);
+        // T1 base 60 + 3·40 = 180 ms; 1.2 · 180 · (1 + 0.5 · 4) + 20
+        assert!((out.ttft - 668.0).abs() < 1e-9);
+        // a group without class scales: the plain closed form
+        let other = CalibratedFigures::from_features(&cal, "b200_sxm", "trtllm", "agg", f, true);
+        assert_eq!(other.group, "*/trtllm/*");
+        assert!((other.tpot - 11.0).abs() < 1e-12 && (other.ttft - 100.0).abs() < 1e-12);
+        assert!(other.memory_overruled);
+    }
+
+    #[test]
+    fn hybrid_factors_scale_the_kernel_part_of_hybrid_priced_workers() {
+        let doc = DOC.replace("\"version\": 1", "\"version\": 2").replace(
+            "\"groups\"",
+            "\"hybrid\": {\"ttft_scale\": 0.5, \"tpot_scale\": 2.0}, \"groups\"",
+        );
+        let cal = Calibration::from_json(&doc).unwrap();
+        let f = RowFeatures {
+            parity: (50.0, 10.0),
+            prefill_one_ms: 100.0,
+            requests_per_rank: 1.0,
+            tpot_classes: ClassTimes([10.0, 0.0, 0.0, 0.0, 0.0]),
+            prefill_classes: ClassTimes([100.0, 0.0, 0.0, 0.0, 0.0]),
+            prefill_all_ms: Some(100.0),
+            hybrid: (true, false),
+        };
+        let out = CalibratedFigures::from_features(&cal, "h200_sxm", "trtllm", "agg", f.clone(), false);
+        // TTFT 1.2 · (0.5 · 100) + 20; TPOT unchanged 0.9 · 10 + 1.5
+        assert!((out.ttft - 80.0).abs() < 1e-12 && (out.tpot - 10.5).abs() < 1e-12);
+        let both = CalibratedFigures::from_features(&cal, "h200_sxm", "trtllm", "agg", RowFeatures { hybrid: (false, true), ..f }, false);
+        // TPOT 0.9 · (2 · 10) + 1.5
+        assert!((both.ttft - 140.0).abs() < 1e-12 && (both.tpot - 19.5).abs() < 1e-12);
+        let bad = doc.replace("\"ttft_scale\": 0.5", "\"ttft_scale\": 0.0");
+        assert!(Calibration::from_json(&bad).is_err());
     }
 
     struct Fixed;

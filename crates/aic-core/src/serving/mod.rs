@@ -27,6 +27,7 @@ pub mod static_mode;
 pub mod sweep;
 pub mod worker;
 pub mod calibrated;
+pub mod op_classes;
 
 pub use error::ServingError;
 pub use request::{estimate_json, EstimateRequest};
