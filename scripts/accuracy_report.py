@@ -193,16 +193,17 @@ def main(argv=None) -> int:
     if plotted:
         md += [f"![predicted vs measured, log-log, parity and calibrated]({png_rel})", ""]
     md += ["## Parity mode: the reference's answer, reproduced", "",
-           "Without `--calibrated` aic is the reference: on every row both predict (1,252), TTFT "
+           "Without `--calibrated` aic is the reference: on every row both predict (1,253), TTFT "
            "and TPOT equal the reference's file to its 6 decimals (`tests/python/test_accuracy.py`)."
            " The rows where they disagree on *whether* a row is predicted, by cause:", "",
            "* 4 rows (DeepSeek-V3 disagg on h100_sxm, TRT-LLM, EP across nodes): the reference "
            "refuses cross-node expert parallelism without DeepEP all-to-all tables; aic has no "
            "such gate and prices the all-to-all from its NCCL tables.",
-           "* 3 rows of Qwen3-32B (dense) carrying `moe_tp_size` / `moe_ep_size` = 0: aic's "
-           "compile requires positive sizes (spec 30 §4) and refuses them; the reference's "
-           "serving path ignores MoE sizes of a dense model (1 of the 3 it predicts, 1 it reports "
-           "as OOM, 1 other row both refuse).",
+           "", "The 3 rows carrying `moe_tp_size` / `moe_ep_size` = 0 agree too: a dense "
+           "model's MoE sizes reach no op and are copied into the engine config unchecked (spec "
+           "30 §4), so the dense Qwen3-32B rows are estimated (one predicted with the reference's "
+           "TTFT / TPOT, one OOM in both), and the MoE Qwen3-235B row is refused by both (its "
+           "width must be positive).",
            "", "Other unpredicted rows (both tools): disagg rows whose record has no batch sizes / "
            "worker counts (275), missing perf tables — MoE shapes, GEMM quant modes, DSA (385) — "
            "the memory model's OOM verdict (44), head / width divisibility (19).", "",
@@ -225,7 +226,8 @@ def main(argv=None) -> int:
            "were measured running although the memory model says OOM / KV over budget);",
            f"* a missing perf table falls back to the HYBRID estimate (table where measured, "
            f"roofline-style estimate elsewhere): {fallback} rows;",
-           "* a MoE width of 0 on a dense model's row is dropped (3 rows).", "",
+           "* a MoE width of 0 is read as not given (the Qwen3-235B row: its width is then "
+           "inferred from `tp × attention_dp`).", "",
            f"Still unpredicted: the disagg records without batch sizes / worker counts "
            f"({completed} rows; guessing one prefill and one decode worker at the recorded "
            f"concurrency was tried and gives TPOT errors near 100 %, so they stay out), GLM-5 "

@@ -55,19 +55,26 @@ def validate_nextn(nextn) -> int:
     return nextn
 
 
+# MoE widths a dense model may carry as 0 (unused; copied into the engine config).
+_DENSE_UNUSED = ("moe_tp_size", "moe_ep_size")
+
+
 def resolve_parallel(sizes: dict, *, moe: bool) -> Parallel:
     """Checks every size is a positive integer and, for MoE families, the width rule
     ``tp * adp * cp == moe_tp * moe_ep`` (spec 30 §4 rules 1-4, spec 43 §2 step 3).
 
     ``cp_size`` must be positive for MoE families only: a dense model accepts 0 (every CP field
     is then 0, priced like 1) and fails on a negative value when its ops are built (spec 43 §2).
+    A dense model also accepts ``moe_tp_size`` / ``moe_ep_size`` of 0: they reach no op and are
+    only copied into the engine config (spec 30 §4), as measured deployments of dense models
+    record them.
     """
     order = ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "pp_size")
     values = {name: _as_int(name, sizes[name]) for name in order}
     values["cp_size"] = _as_int("cp_size", sizes.get("cp_size", 1))
     checked = ("tp_size", "attention_dp_size", "cp_size") if moe else ("tp_size", "attention_dp_size")
     for name in checked + ("moe_tp_size", "moe_ep_size", "pp_size"):
-        if values[name] <= 0:
+        if values[name] <= 0 and not (not moe and name in _DENSE_UNUSED and values[name] == 0):
             raise ValueError(f"{name} must be positive, got {values[name]}.")
     par = Parallel(**values)
     if moe:

@@ -140,6 +140,28 @@ def test_compile_engine_bytes_load(native):
     assert engine.predict_prefill_latency(1, 128) > 0
 
 
+def test_dense_model_accepts_zero_moe_widths(native):
+    """Spec 30 §4: a dense model's MoE sizes reach no op and are copied into the engine config,
+    0 included (measured dense deployments record them so); the engine loads such a spec and
+    prices it like the same model with the defaults."""
+    from aic import AicEngine, compile_engine, compile_engine_json
+    from aic.paths import systems_path
+
+    spec = json.loads(compile_engine_json("Qwen/Qwen3-8B", "h200_sxm", "trtllm", moe_tp_size=0,
+                                          moe_ep_size=0))
+    assert spec["engine"]["moe_tp_size"] == 0 and spec["engine"]["moe_ep_size"] == 0
+    default = json.loads(compile_engine_json("Qwen/Qwen3-8B", "h200_sxm", "trtllm"))
+    assert spec["context_ops"] == default["context_ops"]
+    root = str(systems_path())
+    zero = AicEngine.from_spec(compile_engine("Qwen/Qwen3-8B", "h200_sxm", "trtllm",
+                                              moe_tp_size=0, moe_ep_size=0), systems_path=root)
+    ones = AicEngine.from_spec(compile_engine("Qwen/Qwen3-8B", "h200_sxm", "trtllm"),
+                               systems_path=root)
+    assert zero.predict_prefill_latency(2, 512) == ones.predict_prefill_latency(2, 512)
+    with pytest.raises(ValueError, match="^moe_tp_size must be positive, got -1."):
+        compile_engine_json("Qwen/Qwen3-8B", "h200_sxm", "trtllm", moe_tp_size=-1)
+
+
 def test_native_names_reexported(native):
     import aic
 

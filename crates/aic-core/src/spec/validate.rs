@@ -123,6 +123,22 @@ impl Op {
     }
 }
 
+impl Op {
+    /// True when the op, or a member of a composite, carries MoE widths (`moe_tp_size`,
+    /// `moe_ep_size`): the spec is then a MoE model's, whose engine MoE sizes must be real.
+    fn carries_moe_widths(&self) -> bool {
+        let own = self
+            .size_fields()
+            .iter()
+            .any(|(field, _)| matches!(*field, "moe_tp_size" | "moe_ep_size"));
+        own || match self {
+            Op::Overlap(o) => o.group_a.iter().chain(&o.group_b).any(Op::carries_moe_widths),
+            Op::Fallback(o) => o.primary.carries_moe_widths() || o.fallback.iter().any(Op::carries_moe_widths),
+            _ => false,
+        }
+    }
+}
+
 /// Size fields that the reference writes as 0 when a dense model is compiled with
 /// `cp_size=0` (spec 43 §2: it prices them like 1). They may be 0 only in a spec whose engine
 /// has `cp_size` 0; anywhere else a 0 is an error like any other size.
@@ -143,6 +159,14 @@ impl EngineConfig {
     /// least 1. `nextn` may be 0 (no draft model) and so may `cp_size`: the reference compiles a
     /// dense model with `cp_size=0` and prices it like 1 (spec 43 §2).
     pub fn validate(&self) -> Result<()> {
+        self.validate_sizes(false)
+    }
+
+    /// [`EngineConfig::validate`], except that with `moe_widths_unused` (a spec without any op
+    /// carrying MoE widths: a dense model) `moe_tp_size` / `moe_ep_size` may be 0 — the
+    /// reference copies a dense model's MoE sizes into the engine config unchecked (spec 30 §4)
+    /// and nothing reads them.
+    pub fn validate_sizes(&self, moe_widths_unused: bool) -> Result<()> {
         let sizes = [
             ("tp_size", Some(self.tp_size)),
             ("pp_size", Some(self.pp_size)),
@@ -152,7 +176,8 @@ impl EngineConfig {
             ("kv_block_size", self.kv_block_size),
         ];
         for (field, value) in sizes {
-            if let Some(v) = value.filter(|v| *v < 1) {
+            let may_be_zero = moe_widths_unused && matches!(field, "moe_tp_size" | "moe_ep_size");
+            if let Some(v) = value.filter(|v| *v < 1 && !may_be_zero) {
                 return Err(AicError::config(format!(
                     "engine.{field} must be at least 1, got {v}; recompile the spec with \
                      `aic-compile compile`"
@@ -166,7 +191,12 @@ impl EngineConfig {
 impl EngineSpec {
     /// Checks the engine config and both op lists (see the module docs); run by every decoder.
     pub fn validate(&self) -> Result<()> {
-        self.engine.validate()?;
+        let moe_widths_unused = !self
+            .context_ops
+            .iter()
+            .chain(&self.generation_ops)
+            .any(Op::carries_moe_widths);
+        self.engine.validate_sizes(moe_widths_unused)?;
         let cp_zero = self.engine.cp_size == 0;
         validate_list("context_ops", &self.context_ops, cp_zero)?;
         validate_list("generation_ops", &self.generation_ops, cp_zero)
@@ -222,6 +252,22 @@ mod tests {
         );
         assert!(message(spec_with(r#","kv_block_size":0"#, "")).contains("engine.kv_block_size"));
         assert!(spec_with(r#","nextn":0,"kv_block_size":null"#, "").is_ok());
+    }
+
+    #[test]
+    fn dense_specs_may_carry_zero_moe_widths() {
+        let gemm = r#"{"Gemm":{"name":"g","scale_factor":1.0,"n":8,"k":8,"quant_mode":"bfloat16","scale_num_tokens":1}}"#;
+        let zero = r#","moe_tp_size":0,"moe_ep_size":0"#;
+        assert!(spec_with(zero, gemm).is_ok(), "a dense model's MoE sizes are unused");
+        let moe = r#"{"Moe":{"name":"moe","scale_factor":1.0,"hidden_size":8,"inter_size":8,"topk":2,"num_experts":8,"moe_tp_size":1,"moe_ep_size":1,"quant_mode":"bfloat16","workload_distribution":"uniform"}}"#;
+        assert!(spec_with("", moe).is_ok());
+        assert_eq!(
+            message(spec_with(zero, moe)),
+            "invalid engine config: engine.moe_tp_size must be at least 1, got 0; recompile the \
+             spec with `aic-compile compile`"
+        );
+        let inside = format!(r#"{{"Overlap":{{"name":"ov","group_a":[{gemm}],"group_b":[{moe}]}}}}"#);
+        assert!(message(spec_with(r#","moe_ep_size":0"#, &inside)).contains("engine.moe_ep_size"));
     }
 
     #[test]
