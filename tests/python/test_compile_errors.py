@@ -24,12 +24,24 @@ def test_heads_not_divisible_by_tp():
     assert isinstance(info.value, HeadDivisibilityError)
 
 
-@pytest.mark.parametrize("name", ["tp_size", "pp_size", "attention_dp_size", "moe_tp_size",
-                                  "moe_ep_size"])
-@pytest.mark.parametrize("value", [0, -2])
+NON_POSITIVE = [(name, value)
+                for name in ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+                for value in (0, -2)
+                # a dense model's MoE widths may be 0 (spec 30 §4): see the test below
+                if not (value == 0 and name.startswith("moe_"))]
+
+
+@pytest.mark.parametrize("name, value", NON_POSITIVE)
 def test_non_positive_sizes(name, value):
     with pytest.raises(ValueError, match=f"{name} must be positive, got {value}"):
         _compile(**{name: value})
+
+
+def test_dense_model_copies_zero_moe_widths():
+    """Spec 30 §4: for a dense family the MoE widths reach no op and are only copied into the
+    engine config, 0 included; MoE families still require them positive (test_compile_moe)."""
+    engine = json.loads(_compile(moe_tp_size=0, moe_ep_size=0).spec_json)["engine"]
+    assert (engine["moe_tp_size"], engine["moe_ep_size"]) == (0, 0)
 
 
 def test_non_integer_size():
