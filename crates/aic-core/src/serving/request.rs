@@ -126,6 +126,35 @@ pub struct EstimateRequest {
     pub calibration: Option<Value>,
 }
 
+impl EstimateRequest {
+    /// The disagg knobs of the request; both roles are required.
+    fn disagg_params(&self) -> Result<DisaggParams> {
+        let role = |r: Option<RoleInput>, what: &str| {
+            let r = r.ok_or_else(|| missing(what))?;
+            Ok::<_, AicError>((
+                RoleParams {
+                    batch_size: r.batch_size,
+                    max_seq_len: r.max_seq_len,
+                    free_gpu_memory_fraction: r.free_gpu_memory_fraction,
+                },
+                r.num_workers,
+            ))
+        };
+        let (prefill, prefill_workers) = role(self.prefill, "prefill")?;
+        let (decode, decode_workers) = role(self.decode, "decode")?;
+        Ok(DisaggParams {
+            isl: self.isl,
+            osl: self.osl,
+            prefix: self.prefix,
+            accepted: self.nextn_accepted,
+            prefill,
+            prefill_workers,
+            decode,
+            decode_workers,
+        })
+    }
+}
+
 fn default_stride() -> u32 {
     32
 }
@@ -238,29 +267,10 @@ pub fn estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<St
         "disagg" => {
             let pw = req.prefill_worker.as_ref().ok_or_else(|| missing("prefill_worker"))?.load(systems_path)?;
             let dw = req.decode_worker.as_ref().ok_or_else(|| missing("decode_worker"))?.load(systems_path)?;
-            let pr = req.prefill.ok_or_else(|| missing("prefill"))?;
-            let dr = req.decode.ok_or_else(|| missing("decode"))?;
-            let p = DisaggParams {
-                isl: req.isl,
-                osl: req.osl,
-                prefix: req.prefix,
-                accepted,
-                prefill: RoleParams {
-                    batch_size: pr.batch_size,
-                    max_seq_len: pr.max_seq_len,
-                    free_gpu_memory_fraction: pr.free_gpu_memory_fraction,
-                },
-                prefill_workers: pr.num_workers,
-                decode: RoleParams {
-                    batch_size: dr.batch_size,
-                    max_seq_len: dr.max_seq_len,
-                    free_gpu_memory_fraction: dr.free_gpu_memory_fraction,
-                },
-                decode_workers: dr.num_workers,
-            };
+            let p = req.disagg_params()?;
             let est = disagg_estimate(&pw, &dw, &p)?;
             let (tp, pp, _) = pw.tp_pp_dp();
-            let result = result_json(&est.row, "disagg", pw.version(), pr.batch_size, 0, tp, pp, &None);
+            let result = result_json(&est.row, "disagg", pw.version(), p.prefill.batch_size, 0, tp, pp, &None);
             // Empty phase dicts are left out (osl = 1: no decode entries).
             let mut per_ops = format!("{{\"prefill\": {}", ops_json(&est.prefill.eval.context));
             if !est.decode.eval.generation.is_empty() {
@@ -366,31 +376,12 @@ fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Re
         "disagg" => {
             let pw = req.prefill_worker.as_ref().ok_or_else(|| missing("prefill_worker"))?.load(systems_path)?;
             let dw = req.decode_worker.as_ref().ok_or_else(|| missing("decode_worker"))?.load(systems_path)?;
-            let pr = req.prefill.ok_or_else(|| missing("prefill"))?;
-            let dr = req.decode.ok_or_else(|| missing("decode"))?;
-            let p = DisaggParams {
-                isl: req.isl,
-                osl: req.osl,
-                prefix: req.prefix,
-                accepted: req.nextn_accepted,
-                prefill: RoleParams {
-                    batch_size: pr.batch_size,
-                    max_seq_len: pr.max_seq_len,
-                    free_gpu_memory_fraction: pr.free_gpu_memory_fraction,
-                },
-                prefill_workers: pr.num_workers,
-                decode: RoleParams {
-                    batch_size: dr.batch_size,
-                    max_seq_len: dr.max_seq_len,
-                    free_gpu_memory_fraction: dr.free_gpu_memory_fraction,
-                },
-                decode_workers: dr.num_workers,
-            };
+            let p = req.disagg_params()?;
             let (mut row, figures) = calibrated_disagg(&pw, &dw, &p, &cal, req.concurrency)?;
             set_calibrated(&mut row, &figures, req.osl);
             row.set("power_w", super::row::Val::Null);
             let (tp, pp, _) = pw.tp_pp_dp();
-            let result = result_json(&row, "disagg", pw.version(), pr.batch_size, 0, tp, pp, &None);
+            let result = result_json(&row, "disagg", pw.version(), p.prefill.batch_size, 0, tp, pp, &None);
             (format!("{{\"result\": {result}, \"memory\": null, \"oom\": null, \"per_ops\": null}}"), figures)
         }
         other => {
