@@ -619,7 +619,7 @@ fn cases() -> Vec<Case> {
             input: "GEMM table with the parquet magic around garbage",
             variant: "DataFile",
             class: ErrorClass::PerfDataNotAvailable,
-            fragment: "parquet: ",
+            fragment: "corrupt parquet footer: the footer claims ",
             run: || prefill_with_gemm_table("table-corrupt-parquet", b"PAR1 this is not a parquet body PAR1", true),
         },
         Case {
@@ -627,7 +627,7 @@ fn cases() -> Vec<Case> {
             input: "GEMM table cut in half",
             variant: "DataFile",
             class: ErrorClass::PerfDataNotAvailable,
-            fragment: "parquet: ",
+            fragment: "corrupt parquet footer: the file does not end with the PAR1 magic",
             run: || {
                 let full = std::fs::read(shipped_systems().join(GEMM_TABLE)).unwrap();
                 prefill_with_gemm_table("table-truncated-parquet", &full[..full.len() / 2], true)
@@ -761,10 +761,21 @@ fn cases() -> Vec<Case> {
             input: "`RawTable::from_parquet_bytes` on a file whose schema root claims 790 million children (found by fuzzing; the reader would allocate 6 GB and abort)",
             variant: "DataFile",
             class: ErrorClass::PerfDataNotAvailable,
-            fragment: "corrupt parquet footer: schema element 0 claims ",
+            fragment: "corrupt parquet footer: unknown Thrift type 15",
             run: || {
                 let bytes = regression_file("schema_children_overflow.parquet");
                 ignore(RawTable::from_parquet_bytes(std::path::Path::new("schema_children_overflow.parquet"), &bytes, None))
+            },
+        },
+        Case {
+            id: "table-schema-misread",
+            input: "`RawTable::from_parquet_bytes` on a file whose footer hides a 790-million child count from the first pre-check: the root's repetition field is declared a boolean, which the pre-check skipped as zero bytes while the reader reads an integer there (found by fuzzing). aic now reads the schema itself and the reader skips it",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet footer: ",
+            run: || {
+                let bytes = regression_file("schema_children_misdeclared.parquet");
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("schema_children_misdeclared.parquet"), &bytes, None))
             },
         },
         Case {

@@ -20,6 +20,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::PageIndexPolicy;
 
 use super::parquet_guard;
 use crate::error::{AicError, Result};
@@ -521,10 +522,15 @@ impl RawTable {
 
     fn decode_unguarded(path: &Path, file: bytes::Bytes, wanted: Option<&[&str]>) -> Result<RawTable> {
         let perr = |e: parquet::errors::ParquetError| file_error(path, format!("parquet: {e}"));
-        parquet_guard::check_schema_claims(&file).map_err(|what| {
+        // aic reads the schema itself: the reader would size its schema tree from unchecked
+        // child counts (see `parquet_guard`), and skips the footer's schema when given one.
+        let schema = parquet_guard::flat_schema(&file).map_err(|what| {
             file_error(path, format!("corrupt parquet footer: {what}; restore the file from the data package"))
         })?;
-        let mut meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(perr)?;
+        let options = ArrowReaderOptions::new()
+            .with_parquet_schema(Arc::new(schema))
+            .with_page_index_policy(PageIndexPolicy::Skip);
+        let mut meta = ArrowReaderMetadata::load(&file, options).map_err(perr)?;
         check_footer(path, meta.metadata(), file.len() as u64)?;
         parquet_guard::check_page_claims(&file, meta.metadata()).map_err(|what| {
             file_error(path, format!("corrupt parquet file: {what}; restore the file from the data package"))
@@ -974,7 +980,7 @@ mod tests {
         let corrupt = temp_file("corrupt");
         std::fs::write(&corrupt, b"PAR1 this is truncated garbage PAR1").unwrap();
         let msg = data_msg(RawTable::read(&corrupt).unwrap_err());
-        assert!(msg.starts_with("parquet: "), "{msg}");
+        assert!(msg.starts_with("corrupt parquet footer: the footer claims "), "{msg}");
 
         let tiny = temp_file("tiny");
         std::fs::write(&tiny, b"PA").unwrap();
