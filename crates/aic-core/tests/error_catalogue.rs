@@ -790,6 +790,17 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            id: "table-string-expansion",
+            input: "`RawTable::from_parquet_bytes` on a 1 MB table whose 600 rows all hold the same 1 MiB string (one dictionary value, run-length codes): 629 MB of text when read row by row",
+            variant: "DataFile",
+            class: ErrorClass::PerfDataNotAvailable,
+            fragment: "corrupt parquet file: its string columns expand to 629160000 bytes of text",
+            run: || {
+                let bytes = fixtures::table_with_repeated_string(600, 1 << 20);
+                ignore(RawTable::from_parquet_bytes(std::path::Path::new("repeated_string.parquet"), &bytes, None))
+            },
+        },
+        Case {
             id: "table-bytes-lfs-pointer",
             input: "`RawTable::from_parquet_bytes` on a Git LFS pointer",
             variant: "DataFile",

@@ -197,6 +197,18 @@ impl Stored {
             Stored::Coded { .. } => "string",
         }
     }
+
+    /// Bytes a dictionary-coded string column takes once expanded to one `String` per row
+    /// (what [`Stored::column`] builds on demand): 0 for other columns.
+    fn expanded_bytes(&self) -> u64 {
+        match self {
+            Stored::Ready(_) => 0,
+            Stored::Coded { codes, dict, .. } => {
+                let text: u64 = codes.iter().map(|&c| dict[c as usize].len() as u64).sum();
+                text + (codes.len() * std::mem::size_of::<String>()) as u64
+            }
+        }
+    }
 }
 
 fn changed(path: &Path, name: &str) -> AicError {
@@ -596,6 +608,19 @@ impl RawTable {
                 ));
             }
             columns.push((name, col.finish()));
+        }
+        // A few bytes of run-length codes can repeat a long dictionary string millions of
+        // times: bound what the string columns become when read as text.
+        let expanded: u64 = columns.iter().map(|(_, c)| c.expanded_bytes()).sum();
+        if expanded > parquet_guard::MAX_EXPANDED_STRING_BYTES {
+            return Err(file_error(
+                path,
+                format!(
+                    "corrupt parquet file: its string columns expand to {expanded} bytes of text, more \
+                     than the {} a perf table may hold; restore the file from the data package",
+                    parquet_guard::MAX_EXPANDED_STRING_BYTES
+                ),
+            ));
         }
         Ok(RawTable {
             path: path.to_path_buf(),
@@ -1032,6 +1057,35 @@ mod tests {
         let t = RawTable::read(&nccl).unwrap();
         assert_eq!(t.num_rows, 1008);
         assert!(t.int("message_size").unwrap().contains(&536_870_912));
+    }
+
+    /// Every shipped table's string columns expand to far less text than the bound allows,
+    /// and a table whose dictionary value is repeated past it is refused.
+    #[test]
+    fn string_expansion_is_bounded() {
+        let mut stack = vec![data_root()];
+        let (mut files, mut largest) = (0, 0u64);
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "parquet") {
+                    // (A few tables hold a boolean column, which only its own loader reads.)
+                    if let Ok(t) = RawTable::read(&path) {
+                        largest = largest.max(t.columns.iter().map(|(_, c)| c.expanded_bytes()).sum());
+                        files += 1;
+                    }
+                }
+            }
+        }
+        assert!(files > 100);
+        eprintln!("{files} tables; largest expanded string columns: {largest} bytes");
+        assert!(largest * 8 < parquet_guard::MAX_EXPANDED_STRING_BYTES, "{largest}");
+
+        let long = "x".repeat(1 << 20);
+        let coded = Stored::Coded { codes: vec![0; 600], dict: vec![long], full: OnceLock::new() };
+        assert!(coded.expanded_bytes() > parquet_guard::MAX_EXPANDED_STRING_BYTES);
     }
 
     /// CPU time of this thread in ms (Linux), else wall-clock; the machine may be shared.

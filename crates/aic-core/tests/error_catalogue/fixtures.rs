@@ -229,3 +229,24 @@ pub fn table_with_page_size_claim(claimed: i64) -> Vec<u8> {
     out[at + 3..at + 3 + real_len].copy_from_slice(&patched);
     out
 }
+
+/// A one-column table whose `rows` rows all hold the same `len`-byte string, written as one
+/// dictionary value and run-length codes: a small file whose text, read row by row, is
+/// `rows × len` bytes.
+pub fn table_with_repeated_string(rows: usize, len: usize) -> Vec<u8> {
+    use arrow_array::types::Int32Type;
+    use arrow_array::DictionaryArray;
+    use parquet::file::properties::WriterProperties;
+
+    let keys = arrow_array::Int32Array::from(vec![0; rows]);
+    let values = StringArray::from(vec!["x".repeat(len)]);
+    let column: ArrayRef = Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values)).expect("dictionary"));
+    let schema = Arc::new(Schema::new(vec![Field::new("kernel_source", column.data_type().clone(), false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![column]).expect("one column");
+    let props = WriterProperties::builder().set_dictionary_page_size_limit(2 * len + (1 << 20)).build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).expect("parquet writer");
+    writer.write(&batch).expect("write batch");
+    writer.close().expect("close parquet");
+    out
+}

@@ -30,6 +30,11 @@ pub(crate) const MAX_FILE_UNCOMPRESSED_BYTES: i64 = 64 << 20;
 /// Most values a single page may declare (the reader decodes at most this many per page).
 pub(crate) const MAX_PAGE_VALUES: i64 = 1 << 24;
 
+/// Most bytes the string columns of one table may take once expanded to one string per row
+/// (row headers included): a long dictionary value repeated by a few bytes of run-length codes
+/// would otherwise expand to gigabytes when read as text.
+pub(crate) const MAX_EXPANDED_STRING_BYTES: u64 = 512 << 20;
+
 /// Most cells (rows × leaf columns) a table may claim: a few bytes of run-length encoding can
 /// claim millions of values per column, and every claimed cell becomes eight decoded bytes.
 /// The largest shipped table holds about 4 million cells.
