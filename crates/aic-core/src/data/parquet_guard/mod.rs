@@ -27,8 +27,13 @@ pub(crate) const MAX_PAGE_BYTES: i64 = 32 << 20;
 /// zstd can expand to megabytes). The largest shipped table is 2.5 MB uncompressed.
 pub(crate) const MAX_FILE_UNCOMPRESSED_BYTES: i64 = 64 << 20;
 
-/// Most values a single page may declare (the reader decodes at most this many per page).
-pub(crate) const MAX_PAGE_VALUES: i64 = 1 << 24;
+/// Most values a single page may declare (the reader sizes its buffers from this count; the
+/// shipped maximum is about 132,000).
+pub(crate) const MAX_PAGE_VALUES: i64 = 1 << 21;
+
+/// Most values all pages of one file may declare together, dictionary pages included (the
+/// shipped maximum is about 4 million).
+pub(crate) const MAX_FILE_VALUES: i64 = 1 << 26;
 
 /// Most bytes the string columns of one table may take once expanded to one string per row
 /// (row headers included): a long dictionary value repeated by a few bytes of run-length codes
@@ -142,7 +147,7 @@ pub(crate) fn check_page_claims(bytes: &[u8], meta: &ParquetMetaData) -> Claim<(
              perf table may hold"
         ));
     }
-    let mut total: i64 = 0;
+    let (mut total, mut values): (i64, i64) = (0, 0);
     for group in meta.row_groups() {
         for chunk in group.columns() {
             let (start, len) = chunk.byte_range();
@@ -168,6 +173,10 @@ pub(crate) fn check_page_claims(bytes: &[u8], meta: &ParquetMetaData) -> Claim<(
                         "column \"{name}\" has a page of {} values, more than {MAX_PAGE_VALUES}",
                         page.values
                     ));
+                }
+                values = values.saturating_add(page.values);
+                if values > MAX_FILE_VALUES {
+                    return Err(format!("its pages declare more than {MAX_FILE_VALUES} values"));
                 }
                 total = total.saturating_add(page.uncompressed);
                 if total > MAX_FILE_UNCOMPRESSED_BYTES {
@@ -227,6 +236,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/systems/data");
         let mut stack = vec![root];
         let (mut files, mut largest_page, mut largest_cells, mut largest_file) = (0, 0i64, 0i64, 0i64);
+        let (mut most_values, mut most_file_values, mut widest) = (0i64, 0i64, 0usize);
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();
@@ -243,9 +253,10 @@ mod tests {
                     .parse_and_finish(&bytes)
                     .unwrap();
                 let theirs = meta.file_metadata().schema_descr();
+                widest = widest.max(theirs.num_columns());
                 assert_eq!(ours.root_schema(), theirs.root_schema(), "{}", path.display());
                 check_page_claims(&bytes, &meta).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let mut file_total = 0;
+                let (mut file_total, mut file_values) = (0, 0);
                 for group in meta.row_groups() {
                     for chunk in group.columns() {
                         let (start, len) = chunk.byte_range();
@@ -254,11 +265,14 @@ mod tests {
                             let page = read_page_header(&mut c).unwrap();
                             largest_page = largest_page.max(page.uncompressed);
                             file_total += page.uncompressed;
+                            file_values += page.values;
+                            most_values = most_values.max(page.values);
                             c.advance(page.compressed as usize).unwrap();
                         }
                     }
                 }
                 largest_file = largest_file.max(file_total);
+                most_file_values = most_file_values.max(file_values);
                 let cells = meta.file_metadata().num_rows()
                     * meta.file_metadata().schema_descr().num_columns() as i64;
                 largest_cells = largest_cells.max(cells);
@@ -268,10 +282,14 @@ mod tests {
         assert!(files > 100, "found only {files} shipped tables");
         eprintln!(
             "{files} tables; largest page {largest_page} bytes; largest file {largest_file} bytes \
-             uncompressed; largest table {largest_cells} cells"
+             uncompressed; largest table {largest_cells} cells; most values {most_values} per page, \
+             {most_file_values} per file; widest {widest} columns"
         );
         assert!(largest_page * 16 < MAX_PAGE_BYTES, "largest page {largest_page}");
         assert!(largest_file * 4 < MAX_FILE_UNCOMPRESSED_BYTES, "largest file {largest_file}");
         assert!(largest_cells * 4 < MAX_TABLE_CELLS, "largest table {largest_cells} cells");
+        assert!(most_values * 8 < MAX_PAGE_VALUES, "{most_values} values in a page");
+        assert!(most_file_values * 8 < MAX_FILE_VALUES, "{most_file_values} values in a file");
+        assert!(widest * 8 < schema::MAX_COLUMNS, "{widest} columns");
     }
 }

@@ -14,8 +14,9 @@ use parquet::schema::types::{SchemaDescriptor, Type};
 
 use super::thrift::{Claim, Compact, T_BINARY, T_BOOL_FALSE, T_BOOL_TRUE, T_BYTE, T_I32, T_LIST, T_STRUCT};
 
-/// Most columns a perf table may have (the widest shipped table has 13).
-pub(crate) const MAX_COLUMNS: usize = 4096;
+/// Most columns a perf table may have (the widest shipped table has 29): every column gets
+/// its own reader and buffers.
+pub(crate) const MAX_COLUMNS: usize = 256;
 
 /// One schema element as the footer writes it (only the fields aic uses).
 #[derive(Debug, Default)]
