@@ -1101,12 +1101,17 @@ mod tests {
     }
 
     /// Timing check (run with `--release --ignored`): whole-table reads must take milliseconds.
+    /// `AIC_READ_SPEED_FILES=a.parquet:b.parquet` (paths under `data/systems/data`) times more
+    /// tables.
     #[test]
     #[ignore]
     fn read_speed() {
         let gemm = data_root().join("b200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet");
         let moe = data_root().join("b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet");
-        for p in [gemm, moe] {
+        let extra: Vec<PathBuf> = std::env::var("AIC_READ_SPEED_FILES")
+            .map(|v| v.split(':').map(|f| data_root().join(f)).collect())
+            .unwrap_or_default();
+        for p in [gemm, moe].into_iter().chain(extra) {
             let n = 20;
             let t0 = cpu_ms();
             let mut rows = 0;
