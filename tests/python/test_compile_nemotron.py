@@ -201,7 +201,8 @@ def test_nas_second_example_and_degenerate_configs(tmp_path):
     assert [f["n"] for v, f in _ops(ctx) if f["name"] == "context_qkv_gemm"] == [
         3072, 2304, 2304, 2560, 2304]
     assert _op(ctx, "context_logits_gemm")[1]["n"] == 32064
-    _, empty = _compile(_config_dir(tmp_path, NAS, block_configs=[]))
+    with pytest.warns(UserWarning, match="without block_configs: empty op lists"):
+        _, empty = _compile(_config_dir(tmp_path, NAS, block_configs=[]))
     assert empty["context_ops"] == [] and empty["generation_ops"] == []
     with pytest.raises(AssertionError, match="NemotronNas does not support MTP"):
         _compile(NAS, nextn=1)
