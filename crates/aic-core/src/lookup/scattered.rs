@@ -167,7 +167,7 @@ impl ScatteredSitesBuilder {
                 m_order.push(m);
                 (Vec::new(), FastHashMap::default())
             });
-            let ks = entry.1.entry(n).or_insert_with(Vec::new);
+            let ks = entry.1.entry(n).or_default();
             if ks.is_empty() {
                 entry.0.push(n);
             }

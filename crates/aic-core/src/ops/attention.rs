@@ -232,7 +232,7 @@ impl ContextAttentionEval {
         let q = [self.n, full as f64, b as f64];
         let table = self.db.context_attention()?;
         let (grid, ref_params, transfer) =
-            empirical_slice(&table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+            empirical_slice(table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
         let sample_sol = |c: &[f64]| context_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
         let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
             .ok_or_else(|| not_implemented(&q))?;
@@ -378,7 +378,7 @@ impl GenerationAttentionEval {
         let q = [self.n, b, s];
         let table = self.db.generation_attention()?;
         let (grid, ref_params, transfer) =
-            empirical_slice(&table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+            empirical_slice(table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
         let sample_sol = |c: &[f64]| generation_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
         let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
             .ok_or_else(|| not_implemented(&q))?;

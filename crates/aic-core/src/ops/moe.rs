@@ -270,7 +270,7 @@ impl MoeEval {
                 .into_iter()
                 .filter(|name| *name != quant.as_str())
                 .filter(|name| MoeQuant::parse(name).map(profile) == Some(profile(quant)))
-                .flat_map(|name| candidates(name))
+                .flat_map(&candidates)
                 .collect()
         } else {
             same
@@ -284,7 +284,7 @@ impl MoeEval {
         let mut others: Vec<(f64, MoeQuant)> = curves
             .quants()
             .into_iter()
-            .filter_map(|name| MoeQuant::parse(name))
+            .filter_map(MoeQuant::parse)
             .filter(|q| profile(*q) != profile(quant))
             .map(|q| ((q.bytes_per_elem() - qb).abs() + (q.compute_multiplier() - qc).abs(), q))
             .collect();

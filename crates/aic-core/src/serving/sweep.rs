@@ -142,7 +142,7 @@ pub fn constraints(ttft: f64, osl: u32, request_latency: Option<f64>) -> Vec<(f6
                 vec![300.0, 400.0, 500.0, 600.0, 800.0, 1000.0, 1200.0, 1400.0, 1600.0, 2000.0, 3000.0, 5000.0, 8000.0];
             for f in [0.1, 0.2, 0.3, 0.5, 0.7] {
                 let v = f * r;
-                if v < 300.0 || v > 8000.0 {
+                if !(300.0..=8000.0).contains(&v) {
                     cands.push(v);
                 }
             }
@@ -491,7 +491,7 @@ impl<'a> LoadedLayouts<'a> {
     fn load(roles: &[&'a [LayoutInput]], root: Option<&Path>) -> LoadedLayouts<'a> {
         let mut layouts: Vec<&LayoutInput> = Vec::new();
         for l in roles.iter().flat_map(|r| r.iter()) {
-            if !layouts.iter().any(|seen| *seen == l) {
+            if !layouts.contains(&l) {
                 layouts.push(l);
             }
         }

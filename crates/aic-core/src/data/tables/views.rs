@@ -514,11 +514,11 @@ impl PerfDatabase {
             }
             TableId::ContextAttention => {
                 let t = self.context_attention()?;
-                (attention_slices(&t, true), t.sources().to_vec())
+                (attention_slices(t, true), t.sources().to_vec())
             }
             TableId::GenerationAttention => {
                 let t = self.generation_attention()?;
-                (attention_slices(&t, false), t.sources().to_vec())
+                (attention_slices(t, false), t.sources().to_vec())
             }
             TableId::CustomAllReduce => {
                 let t = self.custom_allreduce()?;
@@ -555,12 +555,12 @@ impl PerfDatabase {
             TableId::ContextMla | TableId::GenerationMla => {
                 let context = table == TableId::ContextMla;
                 let t = self.mla_kernel(context)?;
-                (mla_kernel_slices(&t, context), t.sources().to_vec())
+                (mla_kernel_slices(t, context), t.sources().to_vec())
             }
             TableId::ContextMlaModule | TableId::GenerationMlaModule => {
                 let context = table == TableId::ContextMlaModule;
                 let t = self.mla_module(context)?;
-                (mla_module_slices(&t, context), t.sources().to_vec())
+                (mla_module_slices(t, context), t.sources().to_vec())
             }
             TableId::MlaBmm => {
                 let t = self.mla_bmm()?;
