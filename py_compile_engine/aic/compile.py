@@ -15,9 +15,8 @@ native module ``aic._aic``; it is imported lazily so that this module imports wi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
-from typing import Protocol
 
 from . import families, paths
 from .families import BuildContext
@@ -43,17 +42,21 @@ BACKENDS = ("trtllm", "sglang", "vllm")
 INTERNAL_KEYWORDS = ("model_configs_path", "resolver")
 
 
-class Resolver(Protocol):
-    """Answers the data-dependent questions of the compile step."""
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.parallel)
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    def backend_version(
-        self, systems_path: str, system: str, backend: str, requested: str | None
-    ) -> tuple[str | None, bool]: ...
+    class Resolver(Protocol):
+        """Answers the data-dependent questions of the compile step."""
 
-    def lane_order(
-        self, systems_path: str, system: str, backend: str, version: str, phase: str,
-        enable_shared_layer: bool, attention_backend: str | None,
-    ) -> list[str]: ...
+        def backend_version(
+            self, systems_path: str, system: str, backend: str, requested: str | None
+        ) -> tuple[str | None, bool]: ...
+
+        def lane_order(
+            self, systems_path: str, system: str, backend: str, version: str, phase: str,
+            enable_shared_layer: bool, attention_backend: str | None,
+        ) -> list[str]: ...
 
 
 class NativeResolver:
@@ -70,16 +73,18 @@ class NativeResolver:
         ))
 
 
-@dataclass
-class CompileResult:
-    """Everything the compile step decided, plus the spec itself."""
+class CompileResult(namedtuple("CompileResult", ("spec", "spec_json", "model_family", "quant",
+                                                 "config_source", "model"))):
+    """Everything the compile step decided, plus the spec itself: ``spec`` (dict) and
+    ``spec_json``, ``model_family``, the resolved ``quant`` modes (dict), ``config_source`` and
+    the parsed ``model`` (:class:`aic.hf_config.ModelConfig`, left out of ``repr``). Immutable."""
 
-    spec: dict
-    spec_json: str
-    model_family: str
-    quant: dict
-    config_source: str
-    model: ModelConfig = field(repr=False)
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return (f"CompileResult(spec={self.spec!r}, spec_json={self.spec_json!r}, "
+                f"model_family={self.model_family!r}, quant={self.quant!r}, "
+                f"config_source={self.config_source!r})")
 
     @property
     def engine(self) -> dict:

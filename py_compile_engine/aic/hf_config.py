@@ -17,9 +17,12 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.parallel)
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import paths
 from .errors import UnsupportedArchitectureError
@@ -39,46 +42,49 @@ SHIPPED_NOT_BUILTIN = frozenset(
 _HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
-@dataclass
-class RawConfig:
-    """The JSON documents of one model, before parsing."""
+class RawConfig(namedtuple("RawConfig", ("config", "hf_quant_config", "source", "location"))):
+    """The JSON documents of one model, before parsing: ``config`` (dict), ``hf_quant_config``
+    (dict or None), ``source`` (``"builtin"``, ``"shipped-config-as-local-dir"`` or ``"local"``)
+    and ``location`` (where it was read from, for messages only). Immutable."""
 
-    config: dict
-    hf_quant_config: dict | None
-    source: str  # "builtin", "shipped-config-as-local-dir" or "local"
-    location: str  # where it was read from (for messages only)
+    __slots__ = ()
 
 
-@dataclass
-class ModelConfig:
-    """The parsed fields of spec 30 §2.3 plus the checkpoint quant facts of §2.2."""
+#: ``ModelConfig`` fields: the parsed fields of spec 30 §2.3 (ints, ``use_qk_norm`` a bool),
+#: then the checkpoint quantization facts of §2.2 step 3 (``quant_algo``,
+#: ``kv_cache_quant_algo``: str or None; ``quant_dynamic``: bool or None), then ``raw`` (the
+#: config dict), ``config_source`` and ``text``: the dict the fields were parsed from, the
+#: flattened text sub-config (``{**text_config, architectures: [arch]}``) for nested
+#: architectures, else ``raw``.
+_MODEL_FIELDS = (
+    "architecture", "family", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
+    "intermediate_size", "vocab_size", "max_position_embeddings", "topk", "num_experts",
+    "moe_intermediate_size", "use_qk_norm", "v_head_dim", "kv_lora_rank", "qk_rope_head_dim",
+    "quant_algo", "kv_cache_quant_algo", "quant_dynamic", "raw", "config_source", "text",
+)
+#: Defaults from ``topk`` on (``raw`` / ``text``: None becomes a fresh empty dict).
+_MODEL_DEFAULTS = (0, 0, 0, False, 0, 0, 0, None, None, None, None, "builtin", None)
+#: Fields left out of ``repr`` (whole config documents).
+_MODEL_REPR_HIDDEN = frozenset({"raw", "text"})
 
-    architecture: str
-    family: str
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    max_position_embeddings: int
-    topk: int = 0
-    num_experts: int = 0
-    moe_intermediate_size: int = 0
-    use_qk_norm: bool = False
-    v_head_dim: int = 0
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    # checkpoint quantization facts (spec 30 §2.2 step 3)
-    quant_algo: str | None = None
-    kv_cache_quant_algo: str | None = None
-    quant_dynamic: bool | None = None
-    raw: dict = field(default_factory=dict, repr=False)
-    config_source: str = "builtin"
-    #: The dict the fields were parsed from: the flattened text sub-config
-    #: (``{**text_config, architectures: [arch]}``) for nested architectures, else ``raw``.
-    text: dict = field(default_factory=dict, repr=False)
+
+class ModelConfig(namedtuple("ModelConfig", _MODEL_FIELDS, defaults=_MODEL_DEFAULTS)):
+    """The parsed fields of spec 30 §2.3 plus the checkpoint quant facts of §2.2 (the fields
+    are listed at ``_MODEL_FIELDS``). Immutable."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls, *args, **kwargs)
+        if self.raw is None or self.text is None:  # a fresh dict each, never a shared default
+            self = self._replace(raw={} if self.raw is None else self.raw,
+                                 text={} if self.text is None else self.text)
+        return self
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)
+                          if name not in _MODEL_REPR_HIDDEN)
+        return f"ModelConfig({shown})"
 
 
 def _read_json(path: Path, what: str) -> Any:

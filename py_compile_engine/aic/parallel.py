@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .errors import HeadDivisibilityError
 
+# The compile path's records are named tuples, not dataclasses: ``dataclasses`` imports
+# ``inspect`` (with ``ast``, ``dis``, ``tokenize``), about a tenth of a short sweep's process.
 
-@dataclass(frozen=True)
-class Parallel:
-    """Resolved parallel sizes (``cp_size``: context parallelism, spec 43)."""
 
-    tp_size: int
-    pp_size: int
-    attention_dp_size: int
-    moe_tp_size: int
-    moe_ep_size: int
-    cp_size: int = 1
+class Parallel(namedtuple("Parallel", ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size",
+                                       "moe_ep_size", "cp_size"), defaults=(1,))):
+    """Resolved parallel sizes, all ``int`` (``cp_size``: context parallelism, spec 43).
+    Immutable."""
+
+    __slots__ = ()
 
 
 def _as_int(name: str, value) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .hf_config import ModelConfig
 
@@ -235,14 +235,13 @@ def infer_checkpoint_quant(model: ModelConfig) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class QuantModes:
-    gemm_quant_mode: str
-    moe_quant_mode: str
-    kvcache_quant_mode: str
-    fmha_quant_mode: str
-    comm_quant_mode: str
-    gemm_explicit: bool = False
+class QuantModes(namedtuple("QuantModes", ("gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode",
+                                           "fmha_quant_mode", "comm_quant_mode", "gemm_explicit"),
+                            defaults=(False,))):
+    """The resolved quant modes (names as in the wire format) and whether the GEMM mode was
+    given explicitly. Immutable."""
+
+    __slots__ = ()
 
     def as_dict(self) -> dict[str, str]:
         return {

@@ -159,8 +159,8 @@ def test_step_moe_layers_enum(tmp_path):
 def test_mimo_layout_polarity():
     """35 §2.3/§2.6: MiMo pattern 1 = global — 39 global+MoE, 8 sliding+MoE, 1 sliding+dense."""
     layout = hybridmoe.parse(load_model_config("XiaomiMiMo/MiMo-V2-Flash"))
-    assert (layout.count(True, True), layout.count(False, True), layout.count(False, False),
-            layout.count(True, False)) == (39, 8, 1, 0)
+    assert (layout.layers_of(True, True), layout.layers_of(False, True), layout.layers_of(False, False),
+            layout.layers_of(True, False)) == (39, 8, 1, 0)
     _, spec = _compile("XiaomiMiMo/MiMo-V2-Flash", tp_size=4, moe_ep_size=4)
     assert [f["n"] for f in _named(spec, "context_global_qkv_gemm")] == [3392]
     assert [f["n"] for f in _named(spec, "context_swa_qkv_gemm")] == [3712]

@@ -15,8 +15,11 @@ object, before any parallelism check (spec 35 §4).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Callable
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a short sweep's cost)
+if TYPE_CHECKING:
+    from typing import Callable
 
 from ..errors import UnsupportedArchitectureError
 
@@ -107,25 +110,15 @@ _BUILDERS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class BuildContext:
-    """Deployment facts a family builder needs (already validated and resolved)."""
+class BuildContext(namedtuple("BuildContext", (
+        "backend", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "nextn",
+        "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
+        "comm_quant_mode", "gemm_quant_explicit", "cp_size"), defaults=(False, 1))):
+    """Deployment facts a family builder needs (already validated and resolved); immutable.
+    ``cp_size``: context parallelism (spec 43), 1 = none; the builder writes it into the CP op
+    fields. (A named tuple rather than a dataclass: see ``aic.parallel``.)"""
 
-    backend: str
-    tp_size: int
-    pp_size: int
-    attention_dp_size: int
-    moe_tp_size: int
-    moe_ep_size: int
-    nextn: int
-    gemm_quant_mode: str
-    moe_quant_mode: str
-    kvcache_quant_mode: str
-    fmha_quant_mode: str
-    comm_quant_mode: str
-    gemm_quant_explicit: bool = False
-    #: Context parallelism (spec 43): 1 = none; the builder writes it into the CP op fields.
-    cp_size: int = 1
+    __slots__ = ()
 
 
 #: Families whose MoE parallel rules depend on the parsed model having experts (`E > 0`),

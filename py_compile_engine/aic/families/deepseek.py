@@ -12,7 +12,7 @@ embedding is not vocab-sharded and has no all-reduce, ``proj_gemm`` / ``shared_f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .. import config_checks, ops
 from ..hf_config import ModelConfig
@@ -77,18 +77,20 @@ def excluded_groups(patterns: list[str]) -> set[str]:
     return groups
 
 
-@dataclass(frozen=True)
-class MlaQuant:
-    """Per-projection GEMM modes of the MLA block and the shared expert."""
+class MlaQuant(namedtuple("MlaQuant", (
+        "q",  # str: q_b projection
+        "kv",  # str: kv_b projection
+        "o",  # str: output projection
+        "down",  # str: fused q_a + kv_a downscale
+        "bmm",  # str: MlaBmm pre/post
+        "module",  # str: gemm key of the fused MLA module
+        "exact",  # bool: q, kv and o share one mode (the block is wrapped in a Fallback)
+        "shared",  # str: shared-expert GEMMs
+))):
+    """Per-projection GEMM modes of the MLA block and the shared expert.
+    Immutable (a named tuple: see ``aic.parallel``)."""
 
-    q: str  # q_b projection
-    kv: str  # kv_b projection
-    o: str  # output projection
-    down: str  # fused q_a + kv_a downscale
-    bmm: str  # MlaBmm pre/post
-    module: str  # gemm key of the fused MLA module
-    exact: bool  # q, kv and o share one mode (the block is wrapped in a Fallback)
-    shared: str  # shared-expert GEMMs
+    __slots__ = ()
 
 
 def mla_quant(model: ModelConfig, ctx: BuildContext) -> MlaQuant:

@@ -13,7 +13,7 @@ in bfloat16 — unless the caller named a ``gemm_quant_mode``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .. import config_checks, ops
 from ..errors import ConfigKeyError
@@ -28,17 +28,19 @@ WORKLOAD_DISTRIBUTION = "power_law_1.01"
 ROUTER_MIN_EXPERTS = 128
 
 
-@dataclass(frozen=True)
-class GemmaLayout:
-    """Layer types and attention geometry of a Gemma 4 text model (spec 35 §2.5)."""
+class GemmaLayout(namedtuple("GemmaLayout", (
+        "sliding",  # tuple[bool, ...]: per layer: True = sliding attention
+        "window",  # int
+        "swa_kv_heads",  # int
+        "swa_head_dim",  # int
+        "global_kv_heads",  # int
+        "global_head_dim",  # int
+        "k_eq_v",  # bool
+))):
+    """Layer types and attention geometry of a Gemma 4 text model (spec 35 §2.5).
+    Immutable (a named tuple: see ``aic.parallel``)."""
 
-    sliding: tuple[bool, ...]  # per layer: True = sliding attention
-    window: int
-    swa_kv_heads: int
-    swa_head_dim: int
-    global_kv_heads: int
-    global_head_dim: int
-    k_eq_v: bool
+    __slots__ = ()
 
     @property
     def sliding_layers(self) -> int:

@@ -18,7 +18,7 @@ not read, and Step's shared-expert width comes from the top level of the raw con
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .. import config_checks, ops
 from ..hf_config import ModelConfig, ceil_div
@@ -43,25 +43,27 @@ LLAMA4 = "Llama4ForConditionalGeneration"
 MIMO_V2 = "MiMoV2FlashForCausalLM"
 
 
-@dataclass(frozen=True)
-class HybridLayout:
+class HybridLayout(namedtuple("HybridLayout", (
+        "attention_global",  # tuple[bool, ...]: per layer: True = global, False = sliding
+        "moe",  # tuple[bool, ...]: per layer: True = routed MoE FFN, False = dense FFN
+        "window",  # int
+        "swa_heads",  # int
+        "swa_kv_heads",  # int
+        "swa_head_dim",  # int
+        "swa_v_head_dim",  # int
+        "global_v_head_dim",  # int
+        "dense_intermediate",  # int
+        "use_qk_norm",  # bool
+        "head_gate",  # bool
+        "shared_expert",  # int
+), defaults=(0, 0, 0, 0, 0, 0, False, False, 0))):
     """The per-layer patterns and sliding-layer geometry of spec 35 §2.2-§2.4 (0 = same as the
-    global layers)."""
+    global layers).
+    Immutable (a named tuple: see ``aic.parallel``)."""
 
-    attention_global: tuple[bool, ...]  # per layer: True = global, False = sliding
-    moe: tuple[bool, ...]  # per layer: True = routed MoE FFN, False = dense FFN
-    window: int
-    swa_heads: int = 0
-    swa_kv_heads: int = 0
-    swa_head_dim: int = 0
-    swa_v_head_dim: int = 0
-    global_v_head_dim: int = 0
-    dense_intermediate: int = 0
-    use_qk_norm: bool = False
-    head_gate: bool = False
-    shared_expert: int = 0
+    __slots__ = ()
 
-    def count(self, is_global: bool, is_moe: bool) -> int:
+    def layers_of(self, is_global: bool, is_moe: bool) -> int:
         """Layers of one type."""
         return sum(1 for a, m in zip(self.attention_global, self.moe) if a == is_global and m == is_moe)
 
@@ -241,7 +243,7 @@ def build(model: ModelConfig, ctx: BuildContext) -> tuple[list[dict], list[dict]
         once = 1.0 if is_ctx else 1 * m
         out = [ops.embedding(p + "embedding", once, vocab, h)]
         for key, is_global, is_moe, stem in LAYER_TYPES:
-            count = layout.count(is_global, is_moe)
+            count = layout.layers_of(is_global, is_moe)
             if count == 0:
                 continue
             s = float(count) if is_ctx else count * m

@@ -16,7 +16,7 @@ generation list, amortised over the accepted block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .. import config_checks, ops
 from ..hf_config import ModelConfig
@@ -39,26 +39,28 @@ DRAFT_QK_HEAD = 192
 DRAFT_V_HEAD = 128
 
 
-@dataclass(frozen=True)
-class KimiK3Layout:
-    """The parsed KIMIK3 extras (spec 36 §1.3)."""
+class KimiK3Layout(namedtuple("KimiK3Layout", (
+        "n_kda",  # int
+        "n_mla",  # int
+        "kda_heads",  # int
+        "kda_hd",  # int
+        "conv",  # int
+        "q_lora",  # int
+        "kv_lora",  # int
+        "qk_nope",  # int
+        "qk_rope",  # int
+        "v_dim",  # int
+        "topk",  # int
+        "latent",  # int
+        "n_shared",  # int
+        "n_dense",  # int
+        "dense_i",  # int
+        "attn_res",  # int
+))):
+    """The parsed KIMIK3 extras (spec 36 §1.3).
+    Immutable (a named tuple: see ``aic.parallel``)."""
 
-    n_kda: int
-    n_mla: int
-    kda_heads: int
-    kda_hd: int
-    conv: int
-    q_lora: int
-    kv_lora: int
-    qk_nope: int
-    qk_rope: int
-    v_dim: int
-    topk: int
-    latent: int
-    n_shared: int
-    n_dense: int
-    dense_i: int
-    attn_res: int
+    __slots__ = ()
 
 
 def parse(model: ModelConfig) -> KimiK3Layout:

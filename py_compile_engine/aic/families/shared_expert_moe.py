@@ -11,7 +11,7 @@ order and with the fields the reference's op lists (the goldens' ``spec_ops``) r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .. import ops
 from ..hf_config import ModelConfig
@@ -21,23 +21,25 @@ from . import BuildContext
 WORKLOAD_DISTRIBUTION = "power_law_1.01"
 
 
-@dataclass(frozen=True)
-class SharedExpertMoe:
-    """One layer's MoE FFN: its sizes, parallelism and quant modes, and the ops it prices."""
+class SharedExpertMoe(namedtuple("SharedExpertMoe", (
+        "hidden",  # int
+        "num_experts",  # int
+        "topk",  # int
+        "moe_intermediate",  # int
+        "moe_tp",  # int
+        "moe_ep",  # int
+        "attention_dp",  # int
+        "backend",  # str
+        "moe_quant",  # str
+        "shared_n",  # int: shared gate-up output width per rank
+        "shared_k",  # int: shared down-projection input width per rank
+        "shared_quant",  # str
+        "generation_dispatch_is_context",  # bool
+))):
+    """One layer's MoE FFN: its sizes, parallelism and quant modes, and the ops it prices.
+    Immutable (a named tuple: see ``aic.parallel``)."""
 
-    hidden: int
-    num_experts: int
-    topk: int
-    moe_intermediate: int
-    moe_tp: int
-    moe_ep: int
-    attention_dp: int
-    backend: str
-    moe_quant: str
-    shared_n: int  # shared gate-up output width per rank
-    shared_k: int  # shared down-projection input width per rank
-    shared_quant: str
-    generation_dispatch_is_context: bool
+    __slots__ = ()
 
     def router(self, p: str, s: float) -> dict:
         """The router GEMM (always bf16)."""
