@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from . import families, paths
 from .families import BuildContext
@@ -113,9 +112,9 @@ def _check_backend(backend) -> str:
     return backend
 
 
-def _check_system(system, root: Path) -> str:
+def _check_system(system, root: str) -> str:
     if (isinstance(system, str) and system not in paths.NON_SYSTEM_YAMLS and "/" not in system
-            and (root / f"{system}.yaml").is_file()):
+            and os.path.isfile(os.path.join(root, f"{system}.yaml"))):
         # The native loader reads and checks the file; listing every system parses each YAML.
         return system
     valid = paths.list_systems(root)
@@ -202,7 +201,7 @@ def compile_report(
     context_ops, generation_ops = families.builder(model.family)(model, ctx)
     # 9. backend, system and version
     _check_backend(backend)
-    root = paths.systems_path(systems_path)
+    root = paths.systems_dir(systems_path)
     _check_system(system, root)
     if backend_version is not None and not isinstance(backend_version, str):
         raise ValueError(

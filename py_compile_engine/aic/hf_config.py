@@ -17,8 +17,8 @@ import json
 import math
 import os
 import re
+import time
 from collections import namedtuple
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.parallel)
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class ModelConfig(namedtuple("ModelConfig", _MODEL_FIELDS, defaults=_MODEL_DEFAU
         return f"ModelConfig({shown})"
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: str, what: str) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
@@ -97,14 +97,14 @@ def _read_json(path: Path, what: str) -> Any:
         raise ValueError(f"cannot read {what} {path}: {exc}") from None
 
 
-def _read_pair(config_file: Path, quant_file: Path) -> tuple[dict, dict | None]:
+def _read_pair(config_file: str, quant_file: str) -> tuple[dict, dict | None]:
     config = _read_json(config_file, "model config")
     if not isinstance(config, dict):
         raise ValueError(
             f"model config {config_file} must be a JSON object, got {type(config).__name__}"
         )
     quant = None
-    if quant_file.is_file():
+    if os.path.isfile(quant_file):
         quant = _read_json(quant_file, "hf_quant_config")
         if not isinstance(quant, dict):
             raise ValueError(
@@ -122,34 +122,32 @@ def _looks_like_path(text: str) -> bool:
     )
 
 
-def load_raw_config(model_path: str | os.PathLike, model_configs_path: str | None = None) -> RawConfig:
-    """Finds and reads the config documents for ``model_path`` (see the module docstring)."""
+def _locate(model_path: str | os.PathLike, model_configs_path: str | None) -> tuple[str, str, str]:
+    """The config file of ``model_path``, its ``hf_quant_config.json`` (which may not exist) and
+    the config source (see the module docstring); nothing is read yet. Plain ``os.path`` work:
+    ``pathlib`` stays off the compile path (see ``aic.paths``)."""
     if not isinstance(model_path, (str, os.PathLike)) or os.fspath(model_path) == "":
         raise ValueError(
             f"model_path must be an HF id (org/name) or a local folder / config.json path, "
             f"got {model_path!r}"
         )
     text = os.fspath(model_path)
-    local = Path(text)
-    if local.is_dir():
-        config_file = local / "config.json"
-        if not config_file.is_file():
+    if os.path.isdir(text):
+        config_file = os.path.join(text, "config.json")
+        if not os.path.isfile(config_file):
             raise ValueError(f"model folder {text!r} has no config.json")
-        config, quant = _read_pair(config_file, local / "hf_quant_config.json")
-        return RawConfig(config, quant, "local", str(config_file))
-    if local.is_file():
-        if local.suffix.lower() != ".json":
+        return config_file, os.path.join(text, "hf_quant_config.json"), "local"
+    if os.path.isfile(text):
+        if os.path.splitext(text)[1].lower() != ".json":
             raise ValueError(f"model path {text!r} is a file but not a config.json")
-        config, quant = _read_pair(local, local.parent / "hf_quant_config.json")
-        return RawConfig(config, quant, "local", str(local))
-    root = paths.model_configs_path(model_configs_path)
+        return text, os.path.join(os.path.dirname(text), "hf_quant_config.json"), "local"
+    root = paths.model_configs_dir(model_configs_path)
     if _HF_ID.match(text) and ".." not in text:
         stem = text.replace("/", "--")
-        config_file = root / f"{stem}_config.json"
-        if config_file.is_file():
-            config, quant = _read_pair(config_file, root / f"{stem}_hf_quant_config.json")
+        config_file = os.path.join(root, f"{stem}_config.json")
+        if os.path.isfile(config_file):
             source = "shipped-config-as-local-dir" if text in SHIPPED_NOT_BUILTIN else "builtin"
-            return RawConfig(config, quant, source, str(config_file))
+            return config_file, os.path.join(root, f"{stem}_hf_quant_config.json"), source
     if _looks_like_path(text):
         raise ValueError(f"missing config.json: no folder or file {text!r} exists")
     shipped = paths.shipped_model_ids(root)
@@ -157,6 +155,13 @@ def load_raw_config(model_path: str | os.PathLike, model_configs_path: str | Non
         f"model {text!r} is neither a local folder / config.json path nor a shipped model id "
         f"(aic does not download from the Hub); shipped ids: {', '.join(shipped)}"
     )
+
+
+def load_raw_config(model_path: str | os.PathLike, model_configs_path: str | None = None) -> RawConfig:
+    """Finds and reads the config documents for ``model_path`` (see the module docstring)."""
+    config_file, quant_file, source = _locate(model_path, model_configs_path)
+    config, quant = _read_pair(config_file, quant_file)
+    return RawConfig(config, quant, source, config_file)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,9 +427,41 @@ def parse_model_config(raw: RawConfig) -> ModelConfig:
     )
 
 
+#: Files modified more recently than this many seconds are read anew on every call (a rewrite
+#: within the file system's timestamp tick could keep the stamp the same).
+_RACY_SECONDS = 2.0
+#: Parsed configs of this process: ``(config file, quant file) -> (their stamps, ModelConfig)``.
+_PARSED: dict = {}
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """``(mtime_ns, size)`` of a file, None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def load_model_config(model_path: str | os.PathLike, model_configs_path: str | None = None) -> ModelConfig:
-    """``load_raw_config`` + ``parse_model_config``."""
-    return parse_model_config(load_raw_config(model_path, model_configs_path))
+    """``load_raw_config`` + ``parse_model_config``.
+
+    A config is read and parsed once per process while its files keep their size and
+    modification time (a sweep compiles every layout from the same config): the same immutable
+    ``ModelConfig`` is returned, so its ``raw`` / ``text`` dicts must be treated as read-only."""
+    config_file, quant_file, source = _locate(model_path, model_configs_path)
+    stamps = (_stamp(config_file), _stamp(quant_file))
+    key = (config_file, quant_file, source)
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] == stamps:
+        return hit[1]
+    config, quant = _read_pair(config_file, quant_file)
+    model = parse_model_config(RawConfig(config, quant, source, config_file))
+    newest = max(s[0] for s in stamps if s is not None)
+    if stamps[0] is not None and time.time_ns() - newest >= _RACY_SECONDS * 1e9 \
+            and stamps == (_stamp(config_file), _stamp(quant_file)):
+        _PARSED[key] = (stamps, model)
+    return model
 
 
 def ceil_div(a: int, b: int) -> int:

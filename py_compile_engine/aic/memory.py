@@ -238,7 +238,7 @@ def estimate_kv_cache(
     request_json = json.dumps(request)
     # Version resolution comes first; its errors are raised unchanged.
     _check_backend(backend)
-    root = paths.systems_path(deployment["systems_path"])
+    root = paths.systems_dir(deployment["systems_path"])
     mod.resolve_backend_version(str(root), system, backend, backend_version)
 
     sizes = {name: deployment[name]

@@ -10,12 +10,20 @@ Search order for the systems root (the folder holding ``<system>.yaml`` and ``da
 Model configs follow the same order with ``AIC_MODEL_CONFIGS_PATH``, ``aic/data/model_configs`` and
 ``<repo>/data/model_configs``. Nothing here is an absolute machine path: every default is derived
 from the location of this file.
+
+The lookups work on strings (``os.path``): every compile and sweep resolves the roots, and
+``pathlib`` (with ``urllib.parse`` and ``ipaddress`` behind it) costs a short sweep a few per
+cent of its process. The public ``*_path`` functions hand out ``pathlib.Path`` objects; the
+``*_dir`` ones the same folders as strings.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SYSTEMS_ENV = "AIC_SYSTEMS_PATH"
 MODEL_CONFIGS_ENV = "AIC_MODEL_CONFIGS_PATH"
@@ -25,12 +33,28 @@ NON_SYSTEM_YAMLS = frozenset(
     {"attention_lane_defaults", "perf_data_reuse_manifest", "query_versions"}
 )
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
 
 
 def package_dir() -> Path:
     """The ``aic`` package folder."""
-    return _PACKAGE_DIR
+    return _path(_PACKAGE_DIR)
+
+
+def _repo_root() -> str | None:
+    candidate = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
+    if os.path.isdir(os.path.join(candidate, "py_compile_engine")) and (
+        os.path.isdir(os.path.join(candidate, "data"))
+        or os.path.isfile(os.path.join(candidate, "Cargo.toml"))
+    ):
+        return candidate
+    return None
 
 
 def repo_root() -> Path | None:
@@ -38,51 +62,57 @@ def repo_root() -> Path | None:
 
     Recognised by the repo-level ``data/`` folder or ``Cargo.toml`` next to ``py_compile_engine``.
     """
-    candidate = _PACKAGE_DIR.parent.parent
-    if (candidate / "py_compile_engine").is_dir() and (
-        (candidate / "data").is_dir() or (candidate / "Cargo.toml").is_file()
-    ):
-        return candidate
-    return None
+    root = _repo_root()
+    return None if root is None else _path(root)
 
 
 def repo_data_dir() -> Path | None:
     """``<repo>/data`` of the source checkout, if running from one."""
-    root = repo_root()
-    return None if root is None else root / "data"
+    root = _repo_root()
+    return None if root is None else _path(os.path.join(root, "data"))
 
 
-def _resolve(explicit: str | os.PathLike | None, env: str, leaf: str) -> Path:
+def _resolve(explicit: str | os.PathLike | None, env: str, leaf: str) -> str:
     if explicit is not None and str(explicit) != "":
-        return Path(explicit)
+        return os.fspath(explicit)
     from_env = os.environ.get(env)
     if from_env:
-        return Path(from_env)
-    packaged = _PACKAGE_DIR / "data" / leaf
-    if packaged.is_dir():
+        return from_env
+    packaged = os.path.join(_PACKAGE_DIR, "data", leaf)
+    if os.path.isdir(packaged):
         return packaged
-    data = repo_data_dir()
-    if data is not None and (data / leaf).is_dir():
-        return data / leaf
+    root = _repo_root()
+    if root is not None and os.path.isdir(os.path.join(root, "data", leaf)):
+        return os.path.join(root, "data", leaf)
     raise ValueError(
         f"cannot find the shipped {leaf.replace('_', ' ')}: pass an explicit path, set {env}, "
         f"or install the aic wheel (which carries aic/data/{leaf})"
     )
 
 
+def systems_dir(explicit: str | os.PathLike | None = None) -> str:
+    """The systems root to use (see the module docstring for the search order), as a string."""
+    return _resolve(explicit, SYSTEMS_ENV, "systems")
+
+
 def systems_path(explicit: str | os.PathLike | None = None) -> Path:
     """The systems root to use (see the module docstring for the search order)."""
-    return _resolve(explicit, SYSTEMS_ENV, "systems")
+    return _path(systems_dir(explicit))
+
+
+def model_configs_dir(explicit: str | os.PathLike | None = None) -> str:
+    """The folder of ``<org>--<name>_config.json`` files to use, as a string."""
+    return _resolve(explicit, MODEL_CONFIGS_ENV, "model_configs")
 
 
 def model_configs_path(explicit: str | os.PathLike | None = None) -> Path:
     """The folder of ``<org>--<name>_config.json`` files to use."""
-    return _resolve(explicit, MODEL_CONFIGS_ENV, "model_configs")
+    return _path(model_configs_dir(explicit))
 
 
 def list_systems(root: str | os.PathLike) -> list[str]:
     """Names of the systems described under ``root`` (``<name>.yaml`` with a ``gpu`` section)."""
-    root = Path(root)
+    root = _path(os.fspath(root))
     names = []
     if not root.is_dir():
         return names
@@ -103,7 +133,7 @@ def list_systems(root: str | os.PathLike) -> list[str]:
 
 def shipped_model_ids(root: str | os.PathLike) -> list[str]:
     """HF ids (``org/name``) of the configs shipped under ``root``."""
-    root = Path(root)
+    root = _path(os.fspath(root))
     ids = []
     if not root.is_dir():
         return ids

@@ -340,7 +340,7 @@ def estimate(
     if mode not in MODES:
         raise ValueError(f"Unsupported estimate mode: {mode!r}. Use 'agg', 'disagg', 'afd', "
                          f"'static', 'static_ctx', or 'static_gen'.")
-    root = paths.systems_path(systems_path)
+    root = paths.systems_dir(systems_path)
     version = resolve_version(root, system_name, backend_name, backend_version, database_mode)
     if mode == "disagg":
         for name, value in (("prefill_batch_size", prefill_batch_size),

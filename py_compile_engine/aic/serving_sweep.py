@@ -139,7 +139,7 @@ def sweep(
     from .hf_config import load_model_config
 
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
-    root = paths.systems_path(systems_path)
+    root = paths.systems_dir(systems_path)
     version = resolve_version(root, system, backend, backend_version, database_mode)
     _prefetch(root, system, backend, version, database_mode)
     family = load_model_config(model_path).family

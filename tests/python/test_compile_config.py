@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -209,3 +211,24 @@ def test_dtype_maps():
     assert moe_dtype_name("w4a16_mxfp4") == "w4a16_mxfp4"
     assert moe_dtype_name("int4_wo") == "int4"
     assert moe_dtype_name("fp8_block") == "fp8_block"
+
+
+def test_a_settled_config_is_parsed_once_and_a_rewrite_is_seen(tmp_path):
+    """load_model_config remembers a config whose files are older than the racy window, keyed by
+    their size and modification time; a fresh or rewritten file is read anew."""
+    folder = _write(tmp_path, LLAMA_CFG)
+    config = folder / "config.json"
+    fresh = load_model_config(str(folder))
+    assert load_model_config(str(folder)) is not fresh, "a file written just now is not remembered"
+    old = time.time() - 60
+    os.utime(config, (old, old))
+    settled = load_model_config(str(folder))
+    assert load_model_config(str(folder)) is settled
+    assert load_model_config(str(config)) is settled, "the folder and its config.json are one file"
+    config.write_text(json.dumps(dict(LLAMA_CFG, num_hidden_layers=30)))  # same size
+    os.utime(config, (old + 10, old + 10))
+    assert load_model_config(str(folder)).num_layers == 30
+    # a quant file appearing next to the config is a change too
+    (folder / "hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "FP8"}}))
+    os.utime(folder / "hf_quant_config.json", (old, old))
+    assert load_model_config(str(folder)).quant_algo == "fp8"

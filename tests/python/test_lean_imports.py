@@ -1,9 +1,10 @@
-"""The compile and sweep path stays off ``inspect`` / ``dataclasses`` / ``typing``.
+"""The compile and sweep path stays off ``inspect`` / ``dataclasses`` / ``typing`` / ``pathlib``.
 
-Those three (with ``ast``, ``dis`` and ``tokenize`` behind ``inspect``) took about 12 ms of a
-fresh-process sweep that takes 80 (BENCHMARKS.md, issue 23). The records of the compile path
-are named tuples and ``aic.forwarding`` reads code objects instead; this keeps it that way, and
-checks the records behave as the dataclasses did where callers can tell.
+The first three (with ``ast``, ``dis`` and ``tokenize`` behind ``inspect``) took about 12 ms of
+a fresh-process sweep that took 80, ``pathlib`` (with ``urllib.parse`` and ``ipaddress``) about 2
+more (BENCHMARKS.md, issue 23). The records of the compile path are named tuples,
+``aic.forwarding`` reads code objects and ``aic.paths`` works on strings; this keeps it that
+way, and checks the records behave as the dataclasses did where callers can tell.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aic.hf_config import ModelConfig, load_model_config
 from aic.parallel import Parallel
 from aic.quant import QuantModes
 
-HEAVY = ("inspect", "dataclasses", "typing")
+HEAVY = ("inspect", "dataclasses", "typing", "pathlib")
 
 _CHILD = r"""
 import json, sys
