@@ -65,6 +65,33 @@ impl GridBuilder {
         self.keys.is_empty()
     }
 
+    /// The inserted rows without the first-wins index, in as little memory as they take: for
+    /// rows kept until their grid is first used (the attention tables hold thousands of slices
+    /// and a query reads a few), the index and the growth slack were most of what they held.
+    pub fn into_rows(self) -> GridRows {
+        let GridBuilder { depth, mut keys, mut leaves, seen } = self;
+        drop(seen);
+        keys.shrink_to_fit();
+        leaves.shrink_to_fit();
+        GridRows { depth, keys, leaves }
+    }
+
+    /// Builds the grid; `sqrt_axis` is the axis blended in sqrt space, if any.
+    pub fn build(self, sqrt_axis: Option<usize>) -> Grid {
+        let GridBuilder { depth, keys, leaves, .. } = self;
+        GridRows { depth, keys, leaves }.build(sqrt_axis)
+    }
+}
+
+/// The rows of a [`GridBuilder`] after the last insert (see [`GridBuilder::into_rows`]).
+#[derive(Debug, Clone)]
+pub struct GridRows {
+    depth: usize,
+    keys: Vec<Key>,
+    leaves: Vec<Leaf>,
+}
+
+impl GridRows {
     /// Builds the grid; `sqrt_axis` is the axis blended in sqrt space, if any.
     pub fn build(self, sqrt_axis: Option<usize>) -> Grid {
         let depth = self.depth;
@@ -686,6 +713,23 @@ mod tests {
         assert_eq!(g.lookup(&[2.0], &sol).unwrap().latency, 2.0);
         // linear hold through the origin above the curve
         assert_eq!(g.lookup(&[6.0], &sol).unwrap().latency, 6.0);
+    }
+
+    /// Rows kept apart from their builder (`into_rows`) build the same grid as the builder,
+    /// first-wins duplicates included, and take no more room than the rows themselves.
+    #[test]
+    fn rows_kept_for_later_build_the_same_grid() {
+        let fill = || {
+            let mut b = GridBuilder::new(2);
+            for i in 0..1000u64 {
+                b.insert([1 + i % 37, 1 + i % 11], Leaf::new(1.0 + i as f64, 0.5));
+            }
+            b
+        };
+        let rows = fill().into_rows();
+        assert_eq!(rows.keys.len(), rows.keys.capacity());
+        assert_eq!(rows.keys.len(), 37 * 11);
+        assert_eq!(format!("{:?}", rows.build(Some(1))), format!("{:?}", fill().build(Some(1))));
     }
 
     /// The hold index gives bit-identical answers to the full walk: a ragged 3-axis grid (rows

@@ -8,7 +8,7 @@ mod hold_index;
 mod scattered;
 pub mod sol;
 
-pub use grid::{Grid, GridBuilder};
+pub use grid::{Grid, GridBuilder, GridRows};
 pub use hold_index::HoldIndex;
 pub use scattered::{GemmSite, NeighbourOrder, ScatteredSites, ScatteredSitesBuilder};
 

@@ -13,7 +13,7 @@ use crate::data::system::SystemSpec;
 use crate::error::Result;
 use crate::fast_hash::FastHashMap;
 use crate::lookup::sol::{generation_attention_sol_ms, AttentionSolParams};
-use crate::lookup::{Grid, GridBuilder, Leaf};
+use crate::lookup::{Grid, GridBuilder, GridRows, Leaf};
 use crate::spec::{FmhaQuant, KvQuant};
 
 use super::{no_rows_message, passes_filter, read_sources, to_u64, SourceRows};
@@ -67,10 +67,10 @@ pub struct Lane {
     slices: HashMap<SliceKey, LazyGrid>,
 }
 
-/// One slice's rows, built into a grid on first use (the same builder, so the same grid).
+/// One slice's rows, built into a grid on first use (the same rows, so the same grid).
 #[derive(Debug)]
 struct LazyGrid {
-    rows: Mutex<Option<GridBuilder>>,
+    rows: Mutex<Option<GridRows>>,
     sqrt_axis: Option<usize>,
     grid: OnceLock<Arc<Grid>>,
 }
@@ -80,8 +80,8 @@ impl LazyGrid {
         // `OnceLock` runs one initialiser at a time, so the builder is taken exactly once.
         self.grid.get_or_init(|| {
             let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-            let builder = rows.take().unwrap_or_else(|| GridBuilder::new(3));
-            Arc::new(builder.build(self.sqrt_axis))
+            let rows = rows.take().unwrap_or_else(|| GridBuilder::new(3).into_rows());
+            Arc::new(rows.build(self.sqrt_axis))
         })
     }
 }
@@ -228,7 +228,7 @@ impl AttentionTable {
                 name,
                 slices: slices
                     .into_iter()
-                    .map(|(k, b)| (k, LazyGrid { rows: Mutex::new(Some(b)), sqrt_axis, grid: OnceLock::new() }))
+                    .map(|(k, b)| (k, LazyGrid { rows: Mutex::new(Some(b.into_rows())), sqrt_axis, grid: OnceLock::new() }))
                     .collect(),
             })
             .collect();
