@@ -51,6 +51,7 @@ pub mod fpm;
 pub mod lookup;
 pub mod memory;
 pub mod ops;
+pub mod parallel;
 pub mod serving;
 pub mod spec;
 

@@ -386,10 +386,9 @@ fn cached_densities(
         AttentionPhase::Context => AttentionPhase::Generation,
         AttentionPhase::Generation => AttentionPhase::Context,
     };
-    let (pair, other_pair) = rayon::join(
-        || primary_and_shared(&resolver, phase),
-        || primary_and_shared(&resolver, other),
-    );
+    let (pair, other_pair) = crate::parallel::install(|| {
+        rayon::join(|| primary_and_shared(&resolver, phase), || primary_and_shared(&resolver, other))
+    });
     let pair = pair?;
     let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
     cache.insert(key_of(phase), pair.clone());

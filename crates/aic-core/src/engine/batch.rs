@@ -66,21 +66,16 @@ fn worker_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
              {threads}; pass None to use every core"
         )));
     }
-    static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
-    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((size, pool)) = slot.as_ref() {
-        if *size == threads {
-            return Ok(pool.clone());
-        }
+    // The last size asked for, kept per process (a pool inherited through `fork` has no threads).
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    static SIZE: Mutex<usize> = Mutex::new(0);
+    let mut size = SIZE.lock().unwrap_or_else(|e| e.into_inner());
+    if *size != threads {
+        *POOL.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *size = threads;
     }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| AicError::value(format!("cannot start {threads} worker threads: {e}")))?,
-    );
-    *slot = Some((threads, pool.clone()));
-    Ok(pool)
+    crate::parallel::per_process(&POOL, || rayon::ThreadPoolBuilder::new().num_threads(threads).build())
+        .map_err(|e| AicError::value(format!("cannot start {threads} worker threads: {e}")))
 }
 
 impl Engine {
@@ -132,7 +127,9 @@ impl Engine {
         let failure = match threads {
             Some(0) => return Err(AicError::value("threads must be at least 1 (or None for all cores)")),
             Some(1) => first_error(out.chunks_mut(CHUNK).enumerate().map(run_chunk).collect()),
-            None => first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect()),
+            None => crate::parallel::install(|| {
+                first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect())
+            }),
             Some(t) => {
                 let pool = worker_pool(t)?;
                 pool.install(|| first_error(out.par_chunks_mut(CHUNK).enumerate().map(run_chunk).collect()))

@@ -537,6 +537,11 @@ pub fn sweep_json(request: &str, systems_path: Option<&Path>) -> Result<String> 
 
 /// Runs a parsed sweep request (see [`sweep_json`]).
 pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> {
+    crate::parallel::install(|| sweep_on_pool(req, systems_path))
+}
+
+/// [`sweep`] on a pool with threads in this process (see `crate::parallel`).
+fn sweep_on_pool(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> {
     let cons = constraints(req.ttft, req.osl, req.request_latency);
     let mut experiments = Vec::new();
 
