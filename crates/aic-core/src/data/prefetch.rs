@@ -11,6 +11,7 @@
 //! background thread's time.
 
 use std::path::Path;
+use std::sync::{Condvar, Mutex};
 
 use crate::data::sources::strict_provenance_from_env;
 use crate::data::tables::PerfDatabase;
@@ -32,15 +33,48 @@ pub fn prefetch_tables(
     else {
         return false;
     };
+    let running = Running::start();
     std::thread::Builder::new()
         .name("aic-prefetch".into())
         .spawn(move || {
+            let _running = running;
             // Results (tables or errors) stay in the database; a panic stays in this thread.
             let _ = db.gemm();
             let _ = db.custom_allreduce();
             let _ = db.nccl();
         })
         .is_ok()
+}
+
+/// Prefetch threads still loading, and their end.
+static RUNNING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// One running prefetch; its drop (the thread's end, a panic included) counts it out.
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        *RUNNING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut n = RUNNING.0.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        RUNNING.1.notify_all();
+    }
+}
+
+/// Waits until no prefetch is loading. The sweep calls it before it returns, so no loading
+/// thread holds a table's once-only slot when the caller goes on: a process forked then (as
+/// Python's `multiprocessing` does) would find that slot taken forever.
+pub fn wait_for_prefetches() {
+    let mut n = RUNNING.0.lock().unwrap_or_else(|e| e.into_inner());
+    while *n > 0 {
+        n = RUNNING.1.wait(n).unwrap_or_else(|e| e.into_inner());
+    }
 }
 
 #[cfg(test)]
@@ -61,6 +95,13 @@ mod tests {
         let gemm = db.gemm().unwrap().clone();
         assert!(std::sync::Arc::ptr_eq(&gemm, db.gemm().unwrap()));
         assert!(gemm.quant("bfloat16").is_some());
+    }
+
+    #[test]
+    fn waiting_returns_once_every_prefetch_has_ended() {
+        assert!(prefetch_tables(&root(), "h200_sxm", Backend::Vllm, "0.24.0", true));
+        // returns (other tests may start prefetches meanwhile; each one ends)
+        wait_for_prefetches();
     }
 
     #[test]

@@ -537,7 +537,9 @@ pub fn sweep_json(request: &str, systems_path: Option<&Path>) -> Result<String> 
 
 /// Runs a parsed sweep request (see [`sweep_json`]).
 pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> {
-    crate::parallel::install(|| sweep_on_pool(req, systems_path))
+    let out = crate::parallel::install(|| sweep_on_pool(req, systems_path));
+    crate::data::prefetch::wait_for_prefetches();
+    out
 }
 
 /// [`sweep`] on a pool with threads in this process (see `crate::parallel`).
