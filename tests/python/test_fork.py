@@ -42,3 +42,24 @@ def test_parallel_calls_work_in_forked_children():
     with mp.get_context("fork").Pool(2) as pool:
         assert pool.map_async(_batch, [None, 2, 1]).get(timeout=120) == [expected_batch] * 3
         assert pool.map_async(_sweep, range(2)).get(timeout=120) == [expected_sweep] * 2
+
+
+def test_a_fork_during_a_table_prefetch_waits_for_it():
+    """``fork`` right after a prefetch started (a sweep whose compile then raised, say) waits
+    for the load instead of handing the child a table slot that stays taken."""
+    from aic import paths
+    from aic._native import native
+    from aic.serving import resolve_version
+
+    root = paths.systems_dir()
+    version = resolve_version(root, "b200_sxm", "trtllm", None)
+    assert native().prefetch_tables(root, "b200_sxm", "trtllm", version, True)
+    with mp.get_context("fork").Pool(1) as pool:
+        out = pool.map_async(_oss_sweep, [0]).get(timeout=120)
+    assert out[0][1] == 543, out
+
+
+def _oss_sweep(_):
+    out = sweep("openai/gpt-oss-120b", 8, "b200_sxm", backend="trtllm", isl=4000, osl=1000,
+                ttft=2000.0, tpot=30.0)
+    return out["chosen_exp"], len(out["candidates"]["agg"])

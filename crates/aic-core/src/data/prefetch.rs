@@ -54,10 +54,39 @@ struct Running;
 
 impl Running {
     fn start() -> Running {
+        wait_before_fork();
         *RUNNING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         Running
     }
 }
+
+/// Makes `fork` wait for running prefetches (once per process, on the first prefetch): a
+/// child forked while a prefetch thread fills a table's once-only slot would find that slot
+/// taken forever, and nothing else stops a caller from forking then (a sweep whose compile
+/// raised after its prefetch started, say). A prefetch ends within one table load.
+#[cfg(unix)]
+fn wait_before_fork() {
+    extern "C" {
+        fn pthread_atfork(
+            prepare: Option<extern "C" fn()>,
+            parent: Option<extern "C" fn()>,
+            child: Option<extern "C" fn()>,
+        ) -> std::ffi::c_int;
+    }
+    extern "C" fn prepare() {
+        wait_for_prefetches();
+    }
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a handler with the C library; `prepare` takes no arguments, only
+    // waits on a Rust condition variable and never unwinds across the C frame
+    // (`wait_for_prefetches` recovers poisoned locks instead of panicking).
+    REGISTERED.call_once(|| unsafe {
+        pthread_atfork(Some(prepare), None, None);
+    });
+}
+
+#[cfg(not(unix))]
+fn wait_before_fork() {}
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -67,9 +96,10 @@ impl Drop for Running {
     }
 }
 
-/// Waits until no prefetch is loading. The sweep calls it before it returns, so no loading
-/// thread holds a table's once-only slot when the caller goes on: a process forked then (as
-/// Python's `multiprocessing` does) would find that slot taken forever.
+/// Waits until no prefetch is loading. The sweep calls it before it returns, and `fork` before
+/// it forks (see `wait_before_fork`), so no loading thread holds a table's once-only slot when
+/// the caller goes on: a process forked then (as Python's `multiprocessing` does) would find
+/// that slot taken forever.
 pub fn wait_for_prefetches() {
     let mut n = RUNNING.0.lock().unwrap_or_else(|e| e.into_inner());
     while *n > 0 {
