@@ -76,6 +76,8 @@ def features(rows: list[dict], progress=None) -> list[dict]:
         c = p.extra
         out.append({"system": row["system"], "backend": row["backend"], "mode": row["mode"],
                     "family": accuracy.family_of(row["model_path"]),
+                    "series": (row["model_path"], row["system"], row["backend"], row["mode"],
+                               row["backend_version"], row["precision"]),
                     "parity_tpot": c["parity_tpot"], "t1": c["prefill_one_ms"],
                     "n": c["requests_per_rank"], "ttft": float(row["silicon_ttft_ms"]),
                     "tpot": float(row["silicon_tpot_ms"]),
@@ -261,17 +263,43 @@ def predict(model: dict, f: dict) -> tuple[float, float]:
     return ttft_model(c, g, model["hybrid"]), tpot_model(c, g, model["hybrid"])
 
 
-def cross_validate(fs: list[dict]) -> list:
-    """Leave-one-model-family-out: per row, (ttft, tpot) predicted by constants fitted without
-    the row's family (``None`` for unpredicted rows)."""
+def fit_groups_only(fs: list[dict]) -> dict:
+    """The format-version-1 model: group constants alone (no HYBRID factors, no class scales)."""
+    return {"groups": fit_groups(fs), "hybrid": dict(NO_HYBRID), "attention": {}}
+
+
+def fit_groups_and_hybrid(fs: list[dict]) -> dict:
+    """Group constants and the HYBRID factors, without the decode attention scales."""
+    groups = fit_groups(fs)
+    return {"groups": groups, "hybrid": fit_hybrid(groups, fs), "attention": {}}
+
+
+def cross_validate(fs: list[dict], fit_fn=None) -> list:
+    """Leave-one-model-family-out: per row, (ttft, tpot) predicted by constants fitted (by
+    ``fit_fn``, default :func:`fit`) without the row's family (``None`` for unpredicted rows)."""
+    fit_fn = fit_fn or fit
     families = sorted({f["family"] for f in fs if f is not None})
     out: list = [None] * len(fs)
     for fam in families:
-        model = fit([f for f in fs if f is not None and f["family"] != fam])
+        model = fit_fn([f for f in fs if f is not None and f["family"] != fam])
         for i, f in enumerate(fs):
             if f is not None and f["family"] == fam:
                 out[i] = predict(model, f)
     return out
+
+
+def series_oracle(fs: list[dict]) -> list:
+    """Per row, (ttft, tpot) of the closed form with constants fitted on the row's own
+    measured series (model, system, backend, mode, engine version, precision) and nothing else:
+    what the closed form reaches when every series has its own constants, fitted on the very
+    rows it is scored on. A bound for any correction by group, not a usable model."""
+    by_series: dict = {}
+    for f in fs:
+        if f is not None:
+            by_series.setdefault(f["series"], []).append(f)
+    constants = {key: fit_group(group) for key, group in by_series.items()}
+    return [None if f is None else (ttft_model(constants[f["series"]], f),
+                                    tpot_model(constants[f["series"]], f)) for f in fs]
 
 
 def scored(rows: list[dict], pairs: list) -> dict:

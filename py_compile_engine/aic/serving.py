@@ -321,7 +321,8 @@ def estimate(
     the batch sizes) and the per-backend step overheads, with the constants of ``calibration``
     (a dict, or a JSON file; default the shipped ``data/calibration/serving.json``); a memory
     verdict is reported instead of raised, and a missing perf table falls back to the HYBRID
-    estimate (``result["calibration"]["fallback"] = "HYBRID"``).
+    estimate (``result["calibration"]["fallback"] = "HYBRID"``), in which a DSA module whose GEMM
+    quant mode has no measured slice is read from a sibling quant's slice (``ACCURACY.md``).
 
     Returns ``{"result", "memory", "oom", "per_ops"}``: ``result`` holds ``ttft``, ``tpot``
     (ms), ``power_w``, ``kv_cache_warning`` and ``raw`` (the full result row: throughputs,

@@ -58,6 +58,25 @@ def test_missing_table_falls_back_to_hybrid():
     assert p.predicted and p.fallback == "HYBRID"
 
 
+def test_missing_dsa_gemm_slice_is_transferred_from_a_sibling_quant():
+    """GLM-5 on sglang: the DSA module tables hold gemm bfloat16 and fp8_block only. Parity
+    (and the reference) cannot price an fp8 or nvfp4 row, not even in HYBRID; the calibrated
+    estimate's HYBRID fallback reads the module from the fp8_block slice (xquant for fp8,
+    xprofile for nvfp4)."""
+    fp8 = ROWS["2026_03_25_glm_5_b200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_486"]
+    fp4 = ROWS["2026_04_06_glm_5_b200_sxm_sglang_fp4_agg_1024x1024_c8_tp8_ep1_1981"]
+    for row in (fp8, fp4):
+        assert accuracy.predict_row(row).error_class == "PerfDataNotAvailableError"
+        args = accuracy.row_request(row)
+        model = accuracy.model_for(args.pop("model_path"))[0]
+        system = args.pop("system_name")
+        with pytest.raises(Exception, match="No empirical utilisation data"):
+            estimate(model, system, **{**args, "database_mode": "HYBRID"})
+        p = accuracy.predict_row(row, calibrated=True)
+        assert p.predicted and p.fallback == "HYBRID", p.error_msg
+        assert p.extra["hybrid_priced"] == [True, True]
+
+
 def test_zero_moe_width_is_dropped_and_incomplete_disagg_stays_unpredicted():
     row = ROWS["qwen3_32b_qwen3_32b_h100_sxm_trtllm_agg_4000x1000_c_tp1_epnone_2"]
     assert "moe_ep_size" in accuracy.row_request(row)

@@ -387,3 +387,75 @@ fn weight_bytes_per_projection() {
         serde_json::from_value(dsa(DSV32_NVFP4_B200_TRTLLM, true, &[("scale_factor", json!(61.0))])).unwrap();
     check_rel("DSV3.2 NVFP4 16 heads", op_weight_bytes(&op), 4773249024.0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Beyond the reference: the sibling GEMM-quant transfer of the calibrated estimate
+
+/// A case's engine in `mode` with [`Engine::allow_quant_transfer`] on (built per call).
+fn engine_with_transfer(id: &str, mode: &str) -> Engine {
+    let mut spec = case_spec(id);
+    spec["engine"]["database_mode"] = json!(mode);
+    let mut e = Engine::from_spec(EngineSpec::from_json(&spec.to_string()).unwrap(), None).unwrap();
+    assert!(!e.quant_transfer());
+    e.allow_quant_transfer();
+    assert!(e.quant_transfer());
+    e
+}
+
+#[test]
+fn quant_transfer_reads_a_same_profile_sibling_slice_with_the_own_sol() {
+    // GLM-5 on b200 sglang: the DSA tables hold gemm bfloat16 and fp8_block, no fp8. fp8 and
+    // fp8_block share the (1 byte, fp8 compute) profile and so the SOL: with the transfer the
+    // fp8 module reads the fp8_block samples and equals the fp8_block estimate bit for bit.
+    let id = GLM_B200_SGLANG_TP8;
+    let fp8 = |ctx| dsa(id, ctx, &[("gemm_quant_mode", json!("fp8"))]);
+    let block = |ctx| dsa(id, ctx, &[("gemm_quant_mode", json!("fp8_block"))]);
+    let plain = engine_in(id, "EMPIRICAL");
+    let err = ctx1_err(plain, &fp8(true), 1, 1024, 0);
+    assert_eq!(err.class(), ErrorClass::EmpiricalNotImplemented, "the reference's answer stays: {err}");
+    let on = engine_with_transfer(id, "EMPIRICAL");
+    for (b, s, p) in [(1, 1024, 0), (2, 3000, 64), (4, 8192, 1000)] {
+        let want = ctx1(plain, &block(true), b, s, p).latency_ms;
+        assert_eq!(ctx1(&on, &fp8(true), b, s, p).latency_ms, want, "context b={b} s={s} p={p}");
+    }
+    for (b, s) in [(1, 1024), (8, 4096), (64, 20000)] {
+        let want = gen1(plain, &block(false), b, s).latency_ms;
+        assert_eq!(gen1(&on, &fp8(false), b, s).latency_ms, want, "generation b={b} s={s}");
+    }
+    // HYBRID: the table misses the key, the empirical estimate transfers.
+    let hybrid = engine_with_transfer(id, "HYBRID");
+    assert_eq!(ctx1(&hybrid, &fp8(true), 1, 1024, 0).latency_ms, ctx1(plain, &block(true), 1, 1024, 0).latency_ms);
+    let err = ctx1_err(engine_in(id, "HYBRID"), &fp8(true), 1, 1024, 0);
+    assert_eq!(err.class(), ErrorClass::EmpiricalNotImplemented, "{err}");
+    // A module whose own slice exists is untouched by the switch.
+    assert_eq!(ctx1(&on, &block(true), 2, 3000, 64).latency_ms, ctx1(plain, &block(true), 2, 3000, 64).latency_ms);
+}
+
+#[test]
+fn quant_transfer_rescales_another_profile_by_the_gemm_util_levels() {
+    // nvfp4 (0.5625 byte, fp4 compute) has no same-profile slice: the nearest by
+    // (|Δcompute|, |Δbytes|) is fp8_block (Δcompute 2) ahead of bfloat16 (Δcompute 3). Its
+    // utilisation is read with its own SOL, so the estimate is the fp8_block one times
+    // SOL_nvfp4 / SOL_fp8_block at the query, divided by the level ratio 0.30 / 0.45.
+    let id = GLM_B200_SGLANG_TP8;
+    let nvfp4 = |ctx| dsa(id, ctx, &[("gemm_quant_mode", json!("nvfp4"))]);
+    let block = |ctx| dsa(id, ctx, &[("gemm_quant_mode", json!("fp8_block"))]);
+    let plain = engine_in(id, "EMPIRICAL");
+    let on = engine_with_transfer(id, "EMPIRICAL");
+    let sol = |op: &Value, ctx: bool, b: u32, s: u32, p: u32| {
+        let json = Value::Array(vec![op.clone()]).to_string();
+        plain.evaluate_ops_sol_json(&json, ctx, b, s, p, 1.0, None).unwrap()[0].sol_time_ms
+    };
+    let levels = 0.30 / 0.45;
+    for (b, s, p) in [(1, 1024, 0), (2, 3000, 64)] {
+        let reference = ctx1(plain, &block(true), b, s, p).latency_ms;
+        let want = reference * sol(&nvfp4(true), true, b, s, p) / sol(&block(true), true, b, s, p) / levels;
+        check_rel(&format!("context b={b} s={s} p={p}"), ctx1(&on, &nvfp4(true), b, s, p).latency_ms, want);
+    }
+    let reference = gen1(plain, &block(false), 8, 4096).latency_ms;
+    let want = reference * sol(&nvfp4(false), false, 8, 4096, 0) / sol(&block(false), false, 8, 4096, 0) / levels;
+    check_rel("generation b=8 s=4096", gen1(&on, &nvfp4(false), 8, 4096).latency_ms, want);
+    // Without the switch: the reference's error.
+    let err = ctx1_err(plain, &nvfp4(true), 1, 1024, 0);
+    assert_eq!(err.class(), ErrorClass::EmpiricalNotImplemented, "{err}");
+}

@@ -116,6 +116,8 @@ pub struct Engine {
     generation_twins: Twins,
     nextn: u64,
     mode: DatabaseMode,
+    /// [`Engine::allow_quant_transfer`] was called.
+    quant_transfer: bool,
 }
 
 /// Rejects an attention correction scale that is NaN or infinite: it multiplies an attention
@@ -265,7 +267,26 @@ impl Engine {
         let generation_twins = Twins::plan(&spec.generation_ops, &db);
         let nextn = u64::from(cfg.nextn());
         let mode = cfg.database_mode;
-        Ok(Engine { spec, db, context, generation, context_twins, generation_twins, nextn, mode })
+        Ok(Engine { spec, db, context, generation, context_twins, generation_twins, nextn, mode, quant_transfer: false })
+    }
+
+    /// Lets the empirical estimate (HYBRID, EMPIRICAL) price a DSA module whose GEMM quant mode
+    /// has no measured slice from a sibling slice of another GEMM quant mode, by the GEMM
+    /// transfer ladder of spec 20 §1.3 (`xquant`, then `xprofile`). The reference has no such
+    /// rung and raises instead, so parity estimates never turn this on; the calibrated serving
+    /// estimate does (`ACCURACY.md`).
+    /// Applies to the engine's own ops and to every op list it evaluates afterwards
+    /// ([`Engine::evaluate_ops_json`]).
+    pub fn allow_quant_transfer(&mut self) {
+        self.quant_transfer = true;
+        self.context.iter_mut().chain(self.generation.iter_mut()).for_each(CompiledOp::allow_quant_transfer);
+        self.context_twins.allow_quant_transfer();
+        self.generation_twins.allow_quant_transfer();
+    }
+
+    /// Whether [`Engine::allow_quant_transfer`] was called.
+    pub fn quant_transfer(&self) -> bool {
+        self.quant_transfer
     }
 
     /// The spec this engine was built from.
@@ -573,7 +594,10 @@ impl Engine {
             .map_err(|e| AicError::config(format!("evaluate_ops_json: invalid op list JSON: {e}")))?;
         crate::spec::validate_ops("ops", &ops)?;
         check_scale("imbalance_correction_scale", imbalance)?;
-        let compiled: Vec<CompiledOp> = ops.iter().map(|o| CompiledOp::compile(o, &self.db)).collect();
+        let mut compiled: Vec<CompiledOp> = ops.iter().map(|o| CompiledOp::compile(o, &self.db)).collect();
+        if self.quant_transfer {
+            compiled.iter_mut().for_each(CompiledOp::allow_quant_transfer);
+        }
         let (b, s, p) = (u64::from(batch_size), u64::from(s), u64::from(prefix));
         let shape = if is_context {
             Shape::context(b, s, p, imbalance, x)

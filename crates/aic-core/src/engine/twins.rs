@@ -91,6 +91,11 @@ impl Twins {
         twins
     }
 
+    /// Turns on the DSA sibling GEMM-quant transfer in the representatives.
+    pub(crate) fn allow_quant_transfer(&mut self) {
+        self.reps.iter_mut().for_each(CompiledOp::allow_quant_transfer);
+    }
+
     /// Whether no op is shared (the walk can skip the plan).
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {

@@ -28,6 +28,11 @@ impl OverlapEval {
         }
     }
 
+    /// Turns on the DSA sibling GEMM-quant transfer in both groups.
+    pub(crate) fn allow_quant_transfer(&mut self) {
+        self.group_a.iter_mut().chain(self.group_b.iter_mut()).for_each(CompiledOp::allow_quant_transfer);
+    }
+
     /// `max` of the two group latencies, sum of their energies.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let a = sum_group(&self.group_a, shape)?;
@@ -52,6 +57,12 @@ impl FallbackEval {
             primary: Box::new(CompiledOp::compile(&op.primary, db)),
             chain: op.fallback.iter().map(|o| CompiledOp::compile(o, db)).collect(),
         }
+    }
+
+    /// Turns on the DSA sibling GEMM-quant transfer in the primary and the chain.
+    pub(crate) fn allow_quant_transfer(&mut self) {
+        self.primary.allow_quant_transfer();
+        self.chain.iter_mut().for_each(CompiledOp::allow_quant_transfer);
     }
 
     /// The primary's value, or the chain's sum when the primary's perf data is missing.

@@ -17,10 +17,11 @@ use crate::data::tables::{
 use crate::error::{AicError, Result};
 use crate::lookup::sol::Roofline;
 use crate::lookup::{anchor_message, Grid};
-use crate::spec::{CommQuant, DatabaseMode, DsaOp, FlopsKey};
+use crate::spec::{CommQuant, DatabaseMode, DsaOp, FlopsKey, GemmQuant};
 
 use super::comm::nccl;
 use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
+use super::util_levels::gemm_util_level;
 use super::{by_mode, OpValue, Shape, SolSplit, Source};
 
 /// The architecture string of GLM-5.x.
@@ -197,6 +198,18 @@ pub struct DsaEval {
     dims: DsaDims,
     key: DsaKey,
     db: Arc<PerfDatabase>,
+    /// Price a missing GEMM-quant slice from a measured sibling slice (see
+    /// [`DsaEval::allow_quant_transfer`]); off unless the engine turned it on.
+    quant_transfer: bool,
+}
+
+/// A measured slice standing in for the op's missing GEMM-quant slice: its grid, the rates its
+/// samples' utilisation is read with, the utilisation rescale and the provenance tier.
+struct Sibling<'a> {
+    grid: &'a Grid,
+    rates: DsaRates,
+    util_scale: f64,
+    tier: ProvenanceTier,
 }
 
 impl DsaEval {
@@ -213,7 +226,54 @@ impl DsaEval {
                 op.gemm_quant_mode.as_str().to_string(),
             ],
             db: db.clone(),
+            quant_transfer: false,
         }
+    }
+
+    /// Lets the empirical estimate (HYBRID, EMPIRICAL) price a module whose GEMM quant mode has
+    /// no slice from a measured slice of another GEMM quant mode with the same architecture,
+    /// FMHA and KV dtypes: the GEMM transfer ladder of spec 20 §1.3 applied to the module's
+    /// GEMM key. First a slice of the same (bytes, compute) profile, read with the op's own SOL
+    /// (`xquant`: `fp8` ← `fp8_block`); else the nearest other profile by (|Δcompute|, |Δbytes|),
+    /// read with its own SOL and rescaled by the GEMM utilisation levels (`xprofile`: `nvfp4` ←
+    /// `fp8_block`). The reference has no such rung (its DSA estimate raises
+    /// `EmpiricalNotImplementedError`), so only the calibrated serving estimate turns it on.
+    pub(crate) fn allow_quant_transfer(&mut self) {
+        self.quant_transfer = true;
+    }
+
+    /// The sibling slice of [`DsaEval::allow_quant_transfer`] for one part and bucket, if any.
+    fn sibling(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket) -> Option<Sibling<'_>> {
+        let table = self.table(part).ok()?;
+        let query = self.op.gemm_quant_mode;
+        let profile = |g: GemmQuant| (g.bytes_per_elem(), g.compute_multiplier());
+        let own = profile(query);
+        let candidates: Vec<(GemmQuant, &Grid)> = table
+            .slices()
+            .into_iter()
+            .filter(|(k, _)| k[..3] == self.key[..3] && k[3] != self.key[3])
+            .filter_map(|(k, slice)| Some((GemmQuant::parse(&k[3])?, slice.grid(bucket)?)))
+            .collect();
+        if let Some((_, grid)) = candidates.iter().find(|(g, _)| profile(*g) == own) {
+            return Some(Sibling { grid, rates: *r, util_scale: 1.0, tier: ProvenanceTier::Xquant });
+        }
+        let mut others: Vec<(f64, f64, GemmQuant, &Grid)> = candidates
+            .into_iter()
+            .map(|(g, grid)| {
+                let (bytes, compute) = profile(g);
+                ((compute - own.1).abs(), (bytes - own.0).abs(), g, grid)
+            })
+            .collect();
+        others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        others.into_iter().find_map(|(_, _, g, grid)| {
+            let f_gemm = self.db.system.flops(g.as_str(), g.flops_key()).ok()?;
+            Some(Sibling {
+                grid,
+                rates: DsaRates { f_gemm, mu_gemm: g.bytes_per_elem(), ..*r },
+                util_scale: gemm_util_level(query) / gemm_util_level(g),
+                tier: ProvenanceTier::Xprofile,
+            })
+        })
     }
 
     /// Resolves the three FLOPS (gemm quant, fp8, attention) and the element widths.
@@ -297,16 +357,30 @@ impl DsaEval {
         Ok(OpValue::new(v.latency, v.energy, Source::Silicon))
     }
 
-    /// The utilisation estimate of one part (spec 32 §5.6).
+    /// The utilisation estimate of one part (spec 32 §5.6), from a sibling slice when the op's
+    /// own slice is missing and [`DsaEval::allow_quant_transfer`] is on.
     fn empirical(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
-        let grid = self.grid(part, bucket).ok();
+        let latency_sol = self.roofline(r, b, s, p, part).ms();
+        let own = self.grid(part, bucket).ok();
+        if own.is_none() && self.quant_transfer {
+            if let Some(sib) = self.sibling(r, part, bucket) {
+                let util = self.utilisation(Some(sib.grid), &sib.rates, part, b, s, p)?;
+                return Ok(estimate(latency_sol / (util * sib.util_scale), sib.tier));
+            }
+        }
+        let util = self.utilisation(own, r, part, b, s, p)?;
+        Ok(estimate(latency_sol / util, ProvenanceTier::Empirical))
+    }
+
+    /// The utilisation `SOL / latency` at the query read from `grid`'s samples with the rates
+    /// `r` (spec 32 §5.6 steps 1–6).
+    fn utilisation(&self, grid: Option<&Grid>, r: &DsaRates, part: DsaPart, b: u64, s: u64, p: u64) -> Result<f64> {
         let n = self.heads();
         let (d, skip) = (&self.dims, part == DsaPart::Skip);
-        let latency_sol = self.roofline(r, b, s, p, part).ms();
         let exact = grid.is_some_and(|g| g.points().any(|(c, _)| c[0] == n));
         let mut coords: Vec<u64> = Vec::new();
         let mut lats: Vec<f64> = Vec::new();
-        let util = if self.context {
+        if self.context {
             let has_prefix = grid.is_some() || self.op.architecture == GLM_ARCH;
             let pk: BTreeSet<u64> = match grid {
                 Some(g) => g.points().filter(|(c, _)| !exact || c[0] == n).map(|(c, _)| c[1]).collect(),
@@ -355,7 +429,7 @@ impl DsaEval {
             };
             let dims = query.len();
             let samples = coords.chunks_exact(dims).zip(lats.iter().copied());
-            util_at(samples, &*sol, &query).ok_or_else(|| not_implemented(&query))?
+            util_at(samples, &*sol, &query).ok_or_else(|| not_implemented(&query))
         } else {
             let Some(g) = grid else {
                 return Err(not_implemented(&[n as f64, b as f64, s as f64]));
@@ -372,7 +446,7 @@ impl DsaEval {
                 let sol = move |c: &[f64]| generation_roofline(d, r, count(c[0]), count(c[1]), n).ms();
                 let query = [b as f64, s as f64];
                 util_at(coords.chunks_exact(2).zip(lats.iter().copied()), &sol, &query)
-                    .ok_or_else(|| not_implemented(&query))?
+                    .ok_or_else(|| not_implemented(&query))
             } else {
                 // samples (heads, b, S) of every head, ordered by heads, S, b
                 let mut pts: Vec<([u64; 3], f64)> = g.points().map(|(c, l)| ([c[0], c[1], c[2]], l.latency)).collect();
@@ -384,10 +458,9 @@ impl DsaEval {
                 let sol = move |c: &[f64]| generation_roofline(d, r, count(c[1]), count(c[2]), count(c[0])).ms();
                 let query = [n as f64, b as f64, s as f64];
                 util_at(coords.chunks_exact(3).zip(lats.iter().copied()), &sol, &query)
-                    .ok_or_else(|| not_implemented(&query))?
+                    .ok_or_else(|| not_implemented(&query))
             }
-        };
-        Ok(estimate(latency_sol / util, ProvenanceTier::Empirical))
+        }
     }
 
     /// One part in a non-SOL database mode.

@@ -11,13 +11,8 @@ use crate::lookup::{anchor_message, Miss, NeighbourOrder};
 use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
 use super::empirical::{estimate as estimated, not_implemented, util_at, util_near, ProvenanceTier};
+use super::util_levels::gemm_util_level;
 use super::{ceil_div, OpValue, Shape, SolSplit, Source};
-
-/// GEMM utilisation level of a (bytes, compute) profile, for cross-profile transfers.
-fn gemm_util_level(q: GemmQuant) -> f64 {
-    use super::util_levels::{util_level, GEMM_UTIL_DEFAULT, GEMM_UTIL_LEVELS};
-    util_level(&GEMM_UTIL_LEVELS, q.bytes_per_elem(), q.compute_multiplier(), GEMM_UTIL_DEFAULT)
-}
 
 /// Compiled `Gemm`.
 #[derive(Debug)]

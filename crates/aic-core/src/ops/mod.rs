@@ -276,6 +276,17 @@ impl CompiledOp {
         }
     }
 
+    /// Turns on the sibling GEMM-quant transfer of a DSA module's empirical estimate
+    /// ([`DsaEval::allow_quant_transfer`]); every other op is unchanged.
+    pub(crate) fn allow_quant_transfer(&mut self) {
+        match self {
+            CompiledOp::Dsa(o) => o.allow_quant_transfer(),
+            CompiledOp::Overlap(o) => o.allow_quant_transfer(),
+            CompiledOp::Fallback(o) => o.allow_quant_transfer(),
+            _ => {}
+        }
+    }
+
     /// The op's name.
     pub fn name(&self) -> &str {
         match self {

@@ -46,6 +46,11 @@ pub fn util_level(table: &[(f64, f64, f64)], bytes: f64, compute: f64, default: 
         .map_or(default, |row| row.2)
 }
 
+/// The GEMM level of a quant mode's profile (the cross-profile rescale of spec 20 §1.3).
+pub(crate) fn gemm_util_level(q: crate::spec::GemmQuant) -> f64 {
+    util_level(&GEMM_UTIL_LEVELS, q.bytes_per_elem(), q.compute_multiplier(), GEMM_UTIL_DEFAULT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

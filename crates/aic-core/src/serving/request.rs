@@ -33,6 +33,12 @@ pub struct WorkerInput {
 impl WorkerInput {
     /// Loads the engine and the system.
     pub fn load(&self, systems_path: Option<&Path>) -> Result<Worker> {
+        self.load_with(systems_path, false)
+    }
+
+    /// Loads the engine and the system; `quant_transfer` turns on
+    /// [`Engine::allow_quant_transfer`] (the calibrated estimate).
+    pub fn load_with(&self, systems_path: Option<&Path>, quant_transfer: bool) -> Result<Worker> {
         let spec = EngineSpec::from_json(&self.spec)?;
         let root = spec
             .engine
@@ -42,7 +48,10 @@ impl WorkerInput {
             .or_else(|| systems_path.map(Path::to_path_buf))
             .or_else(crate::data::default_systems_path)
             .ok_or_else(|| AicError::value("no systems folder: pass systems_path or set AIC_SYSTEMS_PATH"))?;
-        let engine = Engine::from_spec(spec, Some(&root))?;
+        let mut engine = Engine::from_spec(spec, Some(&root))?;
+        if quant_transfer {
+            engine.allow_quant_transfer();
+        }
         // The engine's database loaded this system from the same root: share it rather than
         // parse the YAML again (a sweep loads one worker per layout and role).
         let system = Arc::clone(&engine.database().system);
@@ -363,7 +372,7 @@ fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Re
     let cal = from_request(req.calibration.as_ref())?;
     let (text, figures) = match req.mode.as_str() {
         "agg" => {
-            let w = req.worker.as_ref().ok_or_else(|| missing("worker"))?.load(systems_path)?;
+            let w = req.worker.as_ref().ok_or_else(|| missing("worker"))?.load_with(systems_path, true)?;
             let p = agg_params(req, &w);
             let (mut eval, figures) = calibrated_agg(&w, &p, &cal, req.concurrency)?;
             set_calibrated(&mut eval.row, &figures, req.osl);
@@ -374,8 +383,8 @@ fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Re
             (format!("{{\"result\": {result}, \"memory\": {memory}, \"oom\": {oom}, \"per_ops\": null}}"), figures)
         }
         "disagg" => {
-            let pw = req.prefill_worker.as_ref().ok_or_else(|| missing("prefill_worker"))?.load(systems_path)?;
-            let dw = req.decode_worker.as_ref().ok_or_else(|| missing("decode_worker"))?.load(systems_path)?;
+            let pw = req.prefill_worker.as_ref().ok_or_else(|| missing("prefill_worker"))?.load_with(systems_path, true)?;
+            let dw = req.decode_worker.as_ref().ok_or_else(|| missing("decode_worker"))?.load_with(systems_path, true)?;
             let p = req.disagg_params()?;
             let (mut row, figures) = calibrated_disagg(&pw, &dw, &p, &cal, req.concurrency)?;
             set_calibrated(&mut row, &figures, req.osl);
