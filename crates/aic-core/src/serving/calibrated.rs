@@ -31,6 +31,9 @@
 //!
 //! A memory verdict does not stop a calibrated estimate (it is reported instead): the memory
 //! model is the reference's and is known to reject deployments that were measured running.
+//! Its workers are loaded with [`crate::Engine::allow_quant_transfer`], so that in the HYBRID
+//! fallback a DSA module whose GEMM quant mode has no measured slice is read from a sibling
+//! quant's slice instead of failing (the GLM-5 rows of the measured sample).
 //! [`CalibratedLatencyModel`] offers the step-level part of the same correction to serving
 //! simulators through [`LatencyModel`].
 
