@@ -79,11 +79,17 @@ class AicEngine:
     """A compiled engine: one spec bound to its perf tables. Immutable and thread-safe."""
 
     @staticmethod
-    def from_spec(spec_bytes: _BytesLike, systems_path: Optional[_PathLike] = None) -> AicEngine:
+    def from_spec(spec_bytes: _BytesLike, systems_path: Optional[_PathLike] = None, *,
+                  quant_transfer: bool = False) -> AicEngine:
         """Builds an engine from a compiled spec (binary wire form, or spec JSON as bytes).
 
         The systems folder is the spec's own ``systems_path``, else ``systems_path``, else the
-        default (see :func:`default_systems_path`). With strict provenance (the spec's
+        default (see :func:`default_systems_path`). ``quant_transfer=True`` (beyond the
+        reference, the calibrated estimate's rule): in the HYBRID and EMPIRICAL modes a DSA module
+        whose GEMM quant mode has no measured slice is read from a sibling quant's slice (the
+        GEMM transfer ladder: same bytes/compute profile first, else the nearest profile
+        rescaled by the GEMM utilisation levels) instead of raising
+        ``EmpiricalNotImplementedError``. With strict provenance (the spec's
         ``strict_provenance``, or ``AIC_STRICT_PROVENANCE=1``) a data directory of the requested
         version whose ``collection_meta.yaml`` is missing, malformed or does not list one of its
         tables, or a malformed ``reuse.yaml``, raises ``ValueError``.

@@ -164,7 +164,8 @@ def test_function_signatures():
         "(systems_path, system, backend, version, phase, enable_shared_layer=True, "
         "attention_backend=None)"
     )
-    assert _aic.AicEngine.from_spec.__text_signature__ == "(spec_bytes, systems_path=None)"
+    assert _aic.AicEngine.from_spec.__text_signature__ == (
+        "(spec_bytes, systems_path=None, *, quant_transfer=False)")
 
 
 # -------------------------------------------------------------------------------- exceptions

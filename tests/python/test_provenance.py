@@ -176,3 +176,27 @@ def test_malformed_sidecar_warns_and_cli_verbose_shows_it(tmp_path):
     strict = runner.invoke(main, ["estimate", "--spec", str(spec_file)], env={"AIC_STRICT_PROVENANCE": "1"})
     assert strict.exit_code != 0
     assert "cannot load the engine" in strict.output and "schema_version must be 1 or 2" in strict.output
+
+
+def test_dsa_quant_transfer_is_opt_in_and_reports_its_tier():
+    """``AicEngine.from_spec(..., quant_transfer=True)``: a GLM-5 DSA module with a GEMM quant
+    mode the sglang module tables lack (they hold bfloat16 and fp8_block) is read from the
+    fp8_block slice (``xquant`` for fp8, ``xprofile`` for nvfp4) instead of raising."""
+    case = "dsa/GLM-5-FP8/b200_sxm/sglang/tp8-pp1-dp1-mtp1-ep8"
+    spec = _spec(case)
+    spec["engine"]["database_mode"] = "EMPIRICAL"
+    blob = json.dumps(spec).encode()
+    plain = _aic.AicEngine.from_spec(blob)
+    on = _aic.AicEngine.from_spec(blob, quant_transfer=True)
+
+    def dsa(gemm: str) -> dict:
+        return _op(case, "context_attention", gemm_quant_mode=gemm, scale_factor=1.0)
+
+    with pytest.raises(_aic.EmpiricalNotImplementedError):
+        _eval_one(plain, dsa("fp8"), 1, 1024)
+    block = _eval_one(plain, dsa("fp8_block"), 1, 1024)
+    assert plain.last_provenance() == "empirical"
+    assert _eval_one(on, dsa("fp8"), 1, 1024) == block
+    assert on.last_provenance() == "xquant"
+    assert _eval_one(on, dsa("nvfp4"), 1, 1024) > 0
+    assert on.last_provenance() == "xprofile"

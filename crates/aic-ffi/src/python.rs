@@ -155,13 +155,15 @@ impl AicEngine {
     ///
     /// The systems folder is the spec's own `systems_path`, else `systems_path`, else the
     /// default (`AIC_SYSTEMS_PATH`, then the data shipped in the package, then the source
-    /// checkout's `data/systems`).
+    /// checkout's `data/systems`). `quant_transfer=True` turns on
+    /// `Engine::allow_quant_transfer` (beyond the reference; the calibrated estimate's rule).
     #[staticmethod]
-    #[pyo3(signature = (spec_bytes, systems_path=None))]
+    #[pyo3(signature = (spec_bytes, systems_path=None, *, quant_transfer=false))]
     fn from_spec(
         py: Python<'_>,
         spec_bytes: PyBackedBytes,
         systems_path: Option<PathBuf>,
+        quant_transfer: bool,
     ) -> PyResult<AicEngine> {
         if systems_path.is_none() {
             register_packaged_data(py);
@@ -169,7 +171,15 @@ impl AicEngine {
         let bytes: &[u8] = &spec_bytes;
         let root = systems_path.as_deref();
         let inner = py
-            .detach(|| guarded(|| Engine::from_spec_bytes(bytes, root)))
+            .detach(|| {
+                guarded(|| {
+                    let mut engine = Engine::from_spec_bytes(bytes, root)?;
+                    if quant_transfer {
+                        engine.allow_quant_transfer();
+                    }
+                    Ok(engine)
+                })
+            })
             .map_err(PyErr::from)?;
         Ok(AicEngine {
             inner: Arc::new(inner),
