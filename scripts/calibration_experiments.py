@@ -20,7 +20,10 @@ overheads / queue shares) and judged in-sample and by leave-one-model-family-out
 * ``classes-<level>-<class>``: one class free, the others at 1;
 * ``classes-backend-<class>-tpot-only``: the same on the TPOT split only;
 * ``batched-prefill``: the queue term priced through the engine's batched prefill of the
-  co-arriving requests, ``T1 + q (T_n - T1) / 2`` instead of ``T1 (1 + q (n - 1) / 2)``.
+  co-arriving requests, ``T1 + q (T_n - T1) / 2`` instead of ``T1 (1 + q (n - 1) / 2)``;
+* ``version-groups``: the shipped form with one more, most specific group level per measured
+  engine version (``system/backend/mode/backend_version``, 30 rows or more);
+* ``kind-groups``: the same with a level per model kind (dense / MoE) instead of the version.
 """
 
 from __future__ import annotations
@@ -123,6 +126,30 @@ def batched(fs):
     return out
 
 
+DENSE_FAMILIES = ("llama", "qwen3")
+
+
+def version_keys(f):
+    """The shipped group keys below a per-engine-version key."""
+    version = f["series"][4] or "?"
+    return (f"{f['system']}/{f['backend']}/{f['mode']}/{version}",) + fc.default_group_keys(f)
+
+
+def kind_keys(f):
+    """The shipped group keys below a per-model-kind (dense / MoE) key."""
+    kind = "dense" if f["family"] in DENSE_FAMILIES else "moe"
+    return (f"{f['system']}/{f['backend']}/{f['mode']}/{kind}",) + fc.default_group_keys(f)
+
+
+def judge_grouped(name, fs, keys):
+    """``judge`` of the shipped form fitted and looked up under ``keys``."""
+    fc.group_keys = keys
+    try:
+        judge(name, fs, fc.fit, fc.predict)
+    finally:
+        fc.group_keys = fc.default_group_keys
+
+
 def judge(name, fs, fit_fn, predict_fn):
     """In-sample and leave-one-family-out TTFT / TPOT MdAPE of one form."""
     model = fit_fn(fs)
@@ -151,6 +178,8 @@ def main(argv=None) -> int:
     np = _np()
     fs = [f for f in fc.features(fc.accuracy.load_rows(args.rows)) if f is not None]
     judge("shipped", fs, fc.fit, fc.predict)
+    judge_grouped("version-groups", fs, version_keys)
+    judge_grouped("kind-groups", fs, kind_keys)
     fc.CLASS_ROUNDS = 0  # the base form: no decode attention scales
     judge("base", fs, fc.fit, fc.predict)
     judge("batched-prefill", fs, lambda rows: fc.fit(batched(rows)),

@@ -130,6 +130,17 @@ def _fit_scale_offset(base: list[float], meas: list[float], offsets) -> tuple[fl
     return (best[1], best[2]) if best else (1.0, 0.0)
 
 
+def default_group_keys(f: dict) -> tuple:
+    """The group keys a row is fitted under and looked up by, most specific first: the
+    native lookup order of ``Calibration::lookup``."""
+    return (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
+            f"*/{f['backend']}/*", "*/*/*")
+
+
+#: The keys in use (``scripts/calibration_experiments.py`` swaps in other groupings).
+group_keys = default_group_keys
+
+
 def fit_group(fs: list[dict]) -> dict:
     """The five constants for one group of feature rows."""
     tpot_scale, tpot_overhead = _fit_scale_offset([f["parity_tpot"] for f in fs],
@@ -152,8 +163,7 @@ def fit_groups(fs: list[dict]) -> dict:
     fs = [f for f in fs if f is not None]
     buckets: dict = {}
     for f in fs:
-        for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
-                    f"*/{f['backend']}/*", "*/*/*"):
+        for key in group_keys(f):
             buckets.setdefault(key, []).append(f)
     return {key: fit_group(group) for key, group in sorted(buckets.items())
             if len(group) >= (MIN_POOLED_ROWS if key.startswith("*/") else MIN_ROWS)
@@ -224,8 +234,7 @@ def fit_attention(model: dict, fs: list[dict], k: dict) -> dict:
 
 def _attention_of(model: dict, f: dict) -> float:
     """The decode attention scale a row gets: that of the group key it is looked up under."""
-    for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
-                f"*/{f['backend']}/*", "*/*/*"):
+    for key in group_keys(f):
         if key in model["groups"]:
             backend = key.split("/")[1]
             return model["attention"].get(backend, 1.0) if backend != "*" else 1.0
@@ -249,8 +258,7 @@ def fit(fs: list[dict]) -> dict:
 
 def lookup(groups: dict, f: dict) -> dict:
     """The group a row uses, in the native lookup order."""
-    for key in (f"{f['system']}/{f['backend']}/{f['mode']}", f"*/{f['backend']}/{f['mode']}",
-                f"*/{f['backend']}/*", "*/*/*"):
+    for key in group_keys(f):
         if key in groups:
             return groups[key]
     return {"tpot_scale": 1.0, "tpot_overhead_ms": 0.0, "ttft_scale": 1.0, "ttft_queue": 0.0,
