@@ -413,6 +413,11 @@ fn quant_transfer_reads_a_same_profile_sibling_slice_with_the_own_sol() {
     let plain = engine_in(id, "EMPIRICAL");
     let err = ctx1_err(plain, &fp8(true), 1, 1024, 0);
     assert_eq!(err.class(), ErrorClass::EmpiricalNotImplemented, "the reference's answer stays: {err}");
+    // SILICON: the reference's text leads, then what the table holds and the way out.
+    let miss = ctx1_err(engine(id), &fp8(true), 1, 1024, 0).to_string();
+    assert!(miss.starts_with("perf database error: context DSA module data missing for DsaKey"), "{miss}");
+    assert!(miss.contains("measured for GlmMoeDsaForCausalLM: (fmha bfloat16, kv bfloat16, gemm bfloat16)"), "{miss}");
+    assert!(miss.contains("gemm fp8_block)") && miss.contains("only the GEMM quant mode differs"), "{miss}");
     let on = engine_with_transfer(id, "EMPIRICAL");
     for (b, s, p) in [(1, 1024, 0), (2, 3000, 64), (4, 8192, 1000)] {
         let want = ctx1(plain, &block(true), b, s, p).latency_ms;

@@ -315,7 +315,8 @@ impl DsaEval {
         self.db.dsa().module(&self.db.resolver, self.context, part)
     }
 
-    fn missing(&self) -> AicError {
+    /// The missing-key error (the reference's text), with what the table does hold after it.
+    fn missing(&self, table: &DsaModuleTable) -> AicError {
         let o = &self.op;
         let key = format!(
             "DsaKey {{ architecture: {:?}, fmha_quant: {:?}, kv_quant: {:?}, gemm_quant: {:?} }}",
@@ -324,18 +325,43 @@ impl DsaEval {
             o.kv_cache_dtype.as_str(),
             o.gemm_quant_mode.as_str()
         );
+        let hint = self.missing_hint(table);
         if self.context {
-            AicError::perf(format!("context DSA module data missing for {key}"))
+            AicError::perf(format!("context DSA module data missing for {key}{hint}"))
         } else {
-            AicError::perf(format!("generation DSA module data missing for {key} at {}", self.db.label()))
+            AicError::perf(format!("generation DSA module data missing for {key} at {}{hint}", self.db.label()))
         }
+    }
+
+    /// What the table holds instead of the op's key: the measured (fmha, kv, gemm) dtypes of
+    /// its architecture, else the architectures it has rows for; and, when only the GEMM quant
+    /// mode differs, the rule that reads such a module from a sibling slice.
+    fn missing_hint(&self, table: &DsaModuleTable) -> String {
+        let slices = table.slices();
+        let same_arch: Vec<&DsaKey> = slices.iter().map(|(k, _)| *k).filter(|k| k[0] == self.key[0]).collect();
+        if same_arch.is_empty() {
+            let mut archs: Vec<&str> = slices.iter().map(|(k, _)| k[0].as_str()).collect();
+            archs.dedup();
+            return format!("; the table has rows for {} only", if archs.is_empty() { "no architecture".to_string() } else { archs.join(", ") });
+        }
+        let held: Vec<String> =
+            same_arch.iter().map(|k| format!("(fmha {}, kv {}, gemm {})", k[1], k[2], k[3])).collect();
+        let mut hint = format!("; measured for {}: {}", self.key[0], held.join(", "));
+        if same_arch.iter().any(|k| k[1..3] == self.key[1..3]) {
+            hint.push_str(
+                "; only the GEMM quant mode differs: compile with a measured one, or use the calibrated \
+                 estimate (`--calibrated`; `AicEngine.from_spec(..., quant_transfer=True)` for an engine), \
+                 which reads the module from a sibling GEMM quant's slice",
+            );
+        }
+        hint
     }
 
     /// The grid of one part for a bucket request, or why there is none.
     fn grid(&self, part: DsaPart, bucket: DsaBucket) -> Result<&Grid> {
         let table = self.table(part)?;
-        let slice = table.slice(&self.key).ok_or_else(|| self.missing())?;
-        slice.grid(bucket).ok_or_else(|| self.missing())
+        let slice = table.slice(&self.key).ok_or_else(|| self.missing(table))?;
+        slice.grid(bucket).ok_or_else(|| self.missing(table))
     }
 
     /// The table answer of one part (spec 32 §5.4 steps 2–6).
@@ -361,7 +387,8 @@ impl DsaEval {
     /// own slice is missing and [`DsaEval::allow_quant_transfer`] is on.
     fn empirical(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
         let latency_sol = self.roofline(r, b, s, p, part).ms();
-        let own = self.grid(part, bucket).ok();
+        // (no error text built for a miss: the empirical estimate handles it)
+        let own = self.table(part).ok().and_then(|t| t.slice(&self.key)).and_then(|slice| slice.grid(bucket));
         if own.is_none() && self.quant_transfer {
             if let Some(sib) = self.sibling(r, part, bucket) {
                 let util = self.utilisation(Some(sib.grid), &sib.rates, part, b, s, p)?;
