@@ -25,6 +25,7 @@ __all__ = [
     "estimate_kv_cache_unbuilt",
     "serving_estimate",
     "serving_sweep",
+    "check_calibration",
     "__version__",
     "table_names",
     "table_coverage_json",
@@ -400,6 +401,10 @@ def serving_estimate(request_json: str, systems_path: Optional[str] = None) -> s
     text ``{"result", "memory", "oom", "per_ops"}``. ``RuntimeError`` when the deployment does
     not fit (agg, disagg), ``ZeroDivisionError`` for ``ctx_tokens = 0``. Use
     :func:`aic.serving.estimate`."""
+
+def check_calibration(text: str) -> None:
+    """Checks a calibration constants document (JSON text, ``data/calibration/serving.json``
+    layout): ``ValueError`` naming the first problem, ``None`` when it is usable."""
 
 def serving_sweep(request_json: str, systems_path: Optional[str] = None) -> str:
     """The deployment sweep (spec 50 §9, ``cli_default``) from compiled layouts: JSON text with

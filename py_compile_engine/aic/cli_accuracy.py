@@ -82,17 +82,30 @@ class _Progress:
               help="Measured deployments, calibration.csv layout.")
 @click.option("--calibrated", is_flag=True,
               help="The calibrated serving estimate (default: parity with the reference).")
+@click.option("--calibration", "calibration_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="--calibrated: a constants file in the data/calibration/serving.json layout "
+                   "(default: the shipped constants).")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Write the per-row predictions to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def accuracy_cmd(ctx, rows_file, calibrated, out_file, as_json):
+def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json):
     """Estimates every measured deployment of ROWS and reports how close the estimate is."""
     from . import accuracy
+    from .serving import load_calibration
 
+    calibration = None
+    if calibration_file:
+        if not calibrated:
+            raise click.UsageError("--calibration needs --calibrated")
+        try:  # checked once here, so a bad file is one clear error, not every row unpredicted
+            calibration = load_calibration(calibration_file)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
     rows = accuracy.load_rows(rows_file)
     progress = _Progress(len(rows))
-    preds = accuracy.predict_rows(rows, calibrated=calibrated,
+    preds = accuracy.predict_rows(rows, calibrated=calibrated, calibration=calibration,
                                   systems_path=ctx.obj.get("systems_path"), progress=progress)
     progress.close()
     if out_file:

@@ -45,6 +45,10 @@ _SERVING_OPTIONS.append(click.Option(
 _SERVING_OPTIONS.append(click.Option(
     ["--concurrency"], type=click.IntRange(min=1), default=None,
     help="--calibrated: total requests in flight (default: from the batch sizes)."))
+_SERVING_OPTIONS.append(click.Option(
+    ["--calibration", "calibration_file"], type=click.Path(dir_okay=False), default=None,
+    help="--calibrated: a constants file in the data/calibration/serving.json layout (default: "
+         "the shipped constants, fitted on the measured sample of ACCURACY.md)."))
 
 _ROLE_ARG = {"tp": "tp_size", "pp": "pp_size", "dp": "attention_dp_size", "moe-tp": "moe_tp_size",
              "moe-ep": "moe_ep_size", "batch": "batch_size", "workers": "num_workers"}
@@ -86,9 +90,13 @@ def _serving_estimate(ctx, model, kwargs) -> None:
         args[key] = kwargs.get(key)
     if kwargs.get("database_mode"):
         args["database_mode"] = kwargs["database_mode"]
+    if kwargs.get("calibration_file") and not kwargs.get("calibrated"):
+        raise click.UsageError("--calibration needs --calibrated")
     if kwargs.get("calibrated"):
         args["calibrated"] = True
         args["concurrency"] = kwargs.get("concurrency")
+        if kwargs.get("calibration_file"):
+            args["calibration"] = kwargs["calibration_file"]
     for role in ("prefill", "decode"):
         for key in _ROLE_KEYS:
             value = kwargs.get(f"{role}_{key.replace('-', '_')}")

@@ -420,14 +420,35 @@ def calibration_path() -> str:
 
 
 def load_calibration(calibration=None) -> dict:
-    """The constants document: a dict as given, or read from a JSON file (default: shipped)."""
+    """The constants document: a dict as given, or read from a JSON file (default: shipped).
+
+    A file is read once per process while it is unchanged (size and modification time) and
+    checked by the native engine: ``ValueError`` naming the file and what is wrong (unreadable,
+    not JSON, an unsupported format version, a negative or non-finite constant, ...). A dict is
+    checked with each estimate instead."""
     if isinstance(calibration, dict):
         return calibration
     path = os.fspath(calibration) if calibration is not None else calibration_path()
-    if path not in _CONSTANTS_CACHE:
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_size, st.st_mtime_ns)
+        if stamp in _CONSTANTS_CACHE:
+            return _CONSTANTS_CACHE[stamp]
         with open(path, encoding="utf-8") as fh:
-            _CONSTANTS_CACHE[path] = json.load(fh)
-    return _CONSTANTS_CACHE[path]
+            text = fh.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read the calibration constants {path}: {exc.strerror or exc}") \
+            from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"calibration constants {path}: not JSON ({exc})") from None
+    try:
+        native().check_calibration(text)
+    except ValueError as exc:
+        raise ValueError(f"calibration constants {path}: {exc}") from None
+    _CONSTANTS_CACHE[stamp] = doc
+    return doc
 
 
 def _is_missing_data(exc: BaseException) -> bool:

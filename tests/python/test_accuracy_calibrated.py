@@ -187,3 +187,52 @@ def test_accuracy_data_matches_its_checksums():
     for line in lines:
         digest, rel = line.split("  ", 1)
         assert hashlib.sha256((data / rel).read_bytes()).hexdigest() == digest, rel
+
+
+def test_own_constants_file_from_every_surface(tmp_path):
+    """``--calibration FILE`` (estimate, accuracy) and ``estimate(..., calibration=FILE)`` use a
+    constants file of the shipped layout; a bad file is one clear error naming it."""
+    good = tmp_path / "mine.json"
+    good.write_text(json.dumps(CONSTANTS), encoding="utf-8")
+    api = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=good,
+                   concurrency=16, **AGG)["result"]
+    assert api["calibration"]["group"] == "h100_sxm/trtllm/agg"
+    base = ["estimate", "Qwen/Qwen3-32B", "--system", "h100_sxm", "--backend", "trtllm",
+            "--mode", "agg", "--isl", "1024", "--osl", "256", "--batch", "8", "--json"]
+    res = CliRunner().invoke(main, base + ["--calibrated", "--concurrency", "16",
+                                           "--calibration", str(good)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["result"]["ttft"] == pytest.approx(api["ttft"], rel=1e-12)
+    res = CliRunner().invoke(main, base + ["--calibration", str(good)])
+    assert res.exit_code == 2 and "--calibration needs --calibrated" in res.output
+    # accuracy: the file's constants reach every row
+    rows = tmp_path / "rows.csv"
+    row = ROWS["qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_1024x256_c8_tp1_epnone_2"]
+    with open(rows, "w", newline="", encoding="utf-8") as fh:
+        import csv
+
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    per_row = tmp_path / "out.csv"
+    res = CliRunner().invoke(main, ["accuracy", "--rows", str(rows), "--calibrated",
+                                    "--calibration", str(good), "--out", str(per_row), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["predicted"] == 1
+    expected = accuracy.predict_row(row, calibrated=True, calibration=CONSTANTS)
+    assert f"{expected.ttft:.6f}" in per_row.read_text(encoding="utf-8")
+    # bad files: not JSON, unsupported version, negative constant, missing
+    bad = tmp_path / "bad.json"
+    for text, words in (("{", "not JSON"), ('{"version": 7, "groups": {}}', "version 7"),
+                        (json.dumps({"version": 1, "groups": {"*/*/*": dict(
+                            CONSTANTS["groups"]["h100_sxm/trtllm/agg"], tpot_scale=-1.0)}}),
+                         "non-negative")):
+        bad.write_text(text, encoding="utf-8")
+        res = CliRunner().invoke(main, ["accuracy", "--rows", str(rows), "--calibrated",
+                                        "--calibration", str(bad)])
+        assert res.exit_code == 1 and str(bad) in res.output and words in res.output, res.output
+        with pytest.raises(ValueError, match=words):
+            estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=bad, **AGG)
+    with pytest.raises(ValueError, match="cannot read the calibration constants"):
+        estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True,
+                 calibration=tmp_path / "missing.json", **AGG)

@@ -860,6 +860,14 @@ fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<Pat
         .map_err(serving_error)
 }
 
+/// Checks a calibration constants document (JSON text, `data/calibration/serving.json`
+/// layout): `ValueError` naming the first problem (format version, a group's constants, the
+/// HYBRID factors, a class scale); `None` when the document is usable.
+#[pyfunction]
+fn check_calibration(text: &str) -> PyResult<()> {
+    guarded(|| aic_core::serving::Calibration::from_json(text).map(|_| ())).map_err(PyErr::from)
+}
+
 /// The deployment sweep (spec 50 §9, `cli_default`): `request_json` is an
 /// `aic_core::serving::sweep::SweepRequest`; the answer is JSON text with the candidate
 /// tables, Pareto fronts and picks per experiment.
@@ -933,6 +941,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
     m.add_function(wrap_pyfunction!(serving_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(check_calibration, m)?)?;
     m.add_function(wrap_pyfunction!(system_sm_version, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch_tables, m)?)?;
     let view_functions = views::register(m)?;
@@ -965,6 +974,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "estimate_kv_cache_unbuilt",
             "serving_estimate",
             "serving_sweep",
+            "check_calibration",
             "__version__",
         ],
     )?;
