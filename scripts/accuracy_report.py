@@ -248,7 +248,9 @@ def main(argv=None) -> int:
            "### The constants and what they mean", "",
            "| constant | physical meaning |", "|---|---|"]
     md += [f"| `{k}` | {v} |" for k, v in MEANINGS]
-    md += ["", "Fitted by `scripts/fit_calibration.py` (a deterministic grid search minimising "
+    md += ["", "Fitted by `scripts/fit_calibration.py` (the fit of `aic.calibration_fit`, which "
+           "`aic-compile calibrate --rows FILE --out FILE [--cv]` runs on any measured sample; a "
+           "deterministic grid search minimising "
            "the median APE per group; scales are median ratios) on this half only and stored in "
            "`data/calibration/serving.json` (checksummed in `data/SHA256SUMS.accuracy`; provenance in the "
            "file and in `data/NOTICE`). Values:", "",

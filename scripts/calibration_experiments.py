@@ -33,10 +33,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "py_compile_engine"))
 
-import fit_calibration as fc  # noqa: E402
+from aic import calibration_fit as fc  # noqa: E402
 
 CLASSES = ("gemm", "attention", "moe", "comm", "other")
 

@@ -126,3 +126,56 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
         click.echo("")
         for line in format_table(title, list(figures[key].items())):
             click.echo(line)
+
+
+@main.command("calibrate", context_settings=CONTEXT_SETTINGS)
+@click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Measured deployments, calibration.csv layout.")
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),
+              help="Write the fitted constants here (data/calibration/serving.json layout).")
+@click.option("--cv", is_flag=True,
+              help="Also judge the fit by leave-one-model-family-out cross-validation.")
+@click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
+@click.pass_context
+def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
+    """Fits the calibrated estimate's constants on the measured deployments of ROWS.
+
+    The constants file then serves `estimate --calibrated --calibration OUT` and
+    `accuracy --calibrated --calibration OUT`. The figures printed are native calibrated
+    estimates of the rows with the new constants (fitted on the same rows, so optimistic;
+    `--cv` adds the honest leave-one-family-out figures).
+    """
+    from . import accuracy, calibration_fit
+
+    systems_path = ctx.obj.get("systems_path")
+    rows = accuracy.load_rows(rows_file)
+    progress = _Progress(len(rows))
+    try:
+        fs, model = calibration_fit.fit_rows(rows, systems_path=systems_path, progress=progress)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        progress.close()
+    doc = calibration_fit.document(model, rows_file, len(rows))
+    with open(out_file, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    fitted = accuracy.score(rows, accuracy.predict_rows(rows, calibrated=True, calibration=doc,
+                                                        systems_path=systems_path))
+    figures = {"fitted": fitted, "groups": len(doc["groups"]), "out": out_file}
+    if cv:
+        try:
+            held_out = calibration_fit.native_cross_validation(rows, fs, systems_path=systems_path)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        figures["cv"] = accuracy.score(rows, held_out)
+    if as_json:
+        click.echo(json.dumps(figures, indent=2))
+        return
+    click.echo(f"wrote {out_file}: {len(doc['groups'])} groups fitted on {fitted['predicted']} "
+               f"of {fitted['rows']} rows")
+    named = [("fitted on these rows", fitted)]
+    if cv:
+        named.append(("leave-one-family-out", figures["cv"]))
+    for line in format_table("calibrated", named):
+        click.echo(line)

@@ -23,6 +23,17 @@ CONSTANTS = {"version": 1, "groups": {"h100_sxm/trtllm/agg": {
 AGG = dict(mode="agg", backend_name="trtllm", isl=1024, osl=256, batch_size=8, tp_size=1)
 
 
+def _write_rows(path: Path, rows: list[dict]) -> Path:
+    """A measured-sample CSV of ``rows`` (the calibration.csv layout)."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
 def test_identity_constants_give_parity_tpot_and_one_request_prefill():
     parity = estimate("Qwen/Qwen3-32B", "h100_sxm", **AGG)["result"]
     out = estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=IDENTITY, **AGG)
@@ -206,14 +217,8 @@ def test_own_constants_file_from_every_surface(tmp_path):
     res = CliRunner().invoke(main, base + ["--calibration", str(good)])
     assert res.exit_code == 2 and "--calibration needs --calibrated" in res.output
     # accuracy: the file's constants reach every row
-    rows = tmp_path / "rows.csv"
     row = ROWS["qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_1024x256_c8_tp1_epnone_2"]
-    with open(rows, "w", newline="", encoding="utf-8") as fh:
-        import csv
-
-        w = csv.DictWriter(fh, fieldnames=list(row))
-        w.writeheader()
-        w.writerow(row)
+    rows = _write_rows(tmp_path / "rows.csv", [row])
     per_row = tmp_path / "out.csv"
     res = CliRunner().invoke(main, ["accuracy", "--rows", str(rows), "--calibrated",
                                     "--calibration", str(good), "--out", str(per_row), "--json"])
@@ -236,3 +241,36 @@ def test_own_constants_file_from_every_surface(tmp_path):
     with pytest.raises(ValueError, match="cannot read the calibration constants"):
         estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True,
                  calibration=tmp_path / "missing.json", **AGG)
+
+
+def test_calibrate_command_fits_checks_and_serves_its_constants(tmp_path):
+    """``aic-compile calibrate``: constants fitted on a sample (here a slice of the shipped one:
+    two model families on h100 TRT-LLM), written in the shipped layout, judged by native
+    calibrated estimates (fitted and leave-one-family-out), usable with ``--calibration``."""
+    picked = [r for r in ROWS.values() if r["system"] == "h100_sxm" and r["backend"] == "trtllm"
+              and r["mode"] == "agg" and r["model_path"] in ("Qwen/Qwen3-32B",
+                                                           "meta-llama/Llama-3.1-8B-Instruct")]
+    assert len({accuracy.family_of(r["model_path"]) for r in picked}) == 2 and len(picked) > 60
+    rows = _write_rows(tmp_path / "mine.csv", picked)
+    out = tmp_path / "constants.json"
+    res = CliRunner().invoke(main, ["calibrate", "--rows", str(rows), "--out", str(out), "--cv",
+                                    "--json"])
+    assert res.exit_code == 0, res.output
+    figures = json.loads(res.output)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert "h100_sxm/trtllm/agg" in doc["groups"] and doc["provenance"].startswith(
+        f"fitted by aic-compile calibrate on mine.csv ({len(picked)} rows, sha256 ")
+    assert figures["fitted"]["predicted"] == figures["cv"]["predicted"] > 0
+    assert figures["fitted"]["tpot_mdape"] <= figures["cv"]["tpot_mdape"]
+    # the fitted figures are the native estimates with the written constants
+    again = CliRunner().invoke(main, ["accuracy", "--rows", str(rows), "--calibrated",
+                                      "--calibration", str(out), "--json"])
+    assert json.loads(again.output)["tpot_mdape"] == figures["fitted"]["tpot_mdape"]
+    # one family cannot be cross-validated; rows that cannot be estimated cannot be fitted
+    one = _write_rows(tmp_path / "one.csv", [r for r in picked if r["model_path"] == "Qwen/Qwen3-32B"])
+    res = CliRunner().invoke(main, ["calibrate", "--rows", str(one), "--out", str(out), "--cv"])
+    assert res.exit_code == 1 and "two model families or more" in res.output, res.output
+    incomplete = [r for r in ROWS.values() if r["mode"] == "disagg" and not r["prefill_batch_size"]]
+    none = _write_rows(tmp_path / "none.csv", incomplete[:3])
+    res = CliRunner().invoke(main, ["calibrate", "--rows", str(none), "--out", str(out)])
+    assert res.exit_code == 1 and "none of the 3 rows could be estimated" in res.output
