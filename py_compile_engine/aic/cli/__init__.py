@@ -1,87 +1,50 @@
 """``aic-compile``: the command line.
 
-Each command lives in its own module of this package (``engine``: compile, estimate, breakdown;
-``sweep``, ``memory``, ``parity``, ``support``, ``data``, ``accuracy``: accuracy, calibrate).
-The group below knows every command's name and one-line help from :data:`COMMANDS` and imports
-a command's module only when that command runs (or shows its own help): a short command pays
-for ``click`` and its own imports, not for every other command's.
+:func:`run` is the console script. A plain ``aic-compile sweep ...`` runs without importing
+``click`` (:mod:`aic.cli.fastpath`: the sweep's options are declared once, as data, and parsed
+strictly); every other command line goes through the click group :data:`main`
+(:mod:`aic.cli.group`), which imports a command's module only when that command runs.
+``from aic.cli import main`` gives the click group (for ``click.testing.CliRunner`` and
+embedding); it is loaded on first use so that this package stays click-free.
 """
 
 from __future__ import annotations
 
-import click
+import sys
 
-from .. import paths
-from .common import CONTEXT_SETTINGS
-
-#: ``name -> (module of aic.cli, attribute, one-line help)``. The one-line help is what
-#: ``aic-compile --help`` lists; it is also set on the command when its module is loaded.
-COMMANDS = {
-    "accuracy": ("accuracy", "accuracy_cmd",
-                 "How close the serving estimates are to measured deployments."),
-    "breakdown": ("engine", "breakdown_cmd",
-                  "Per-op latencies of a static run, sorted by latency."),
-    "calibrate": ("accuracy", "calibrate_cmd",
-                  "Fit the calibrated estimate's constants on measured rows."),
-    "compile": ("engine", "compile_cmd", "Compile MODEL into a spec file (.aicspec or JSON)."),
-    "data": ("data", "data_group", "Manage the vendored perf data."),
-    "estimate": ("engine", "estimate_cmd",
-                 "Step latencies of one batch shape; with --mode, serving level."),
-    "memory": ("memory", "memory_cmd", "Per-GPU memory split and KV-cache capacity of MODEL."),
-    "parity": ("parity", "parity_cmd",
-               "Compare compile output and engine answers with the goldens."),
-    "support": ("support", "support_cmd",
-                "Which model answers on which system and backend."),
-    "sweep": ("sweep", "sweep_cmd", "Best deployments of MODEL on a GPU budget."),
-}
+__all__ = ["COMMANDS", "LazyGroup", "main", "run"]
 
 
-class LazyGroup(click.Group):
-    """A click group whose commands are imported on dispatch (see the module docstring)."""
+def run(args: list[str] | None = None) -> int:
+    """The ``aic-compile`` console script: runs the command line ``args`` (default:
+    ``sys.argv[1:]``) and returns the exit status."""
+    args = sys.argv[1:] if args is None else list(args)
+    if args[:1] == ["sweep"]:
+        from .fastpath import CommandError, parse
+        from .sweep_run import OPTIONS
+        from .sweep_run import run as run_sweep
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        params = parse(args[1:], OPTIONS)
+        if params is not None:
+            try:
+                run_sweep(params, None)
+            except CommandError as exc:
+                import click
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module_name, attribute, short_help = entry
-        from importlib import import_module
+                click.ClickException(str(exc)).show()  # click's own "Error: ..." line
+                return 1
+            except KeyboardInterrupt:  # as click reports an interrupted command
+                sys.stderr.write("\nAborted!\n")
+                return 1
+            return 0
+    from .group import main as group
 
-        command = getattr(import_module(f"{__name__}.{module_name}"), attribute)
-        command.short_help = short_help
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list of ``--help``, from :data:`COMMANDS` (no command module imported)."""
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, entry[2]) for name, entry in sorted(COMMANDS.items())])
-
-
-def _print_version(ctx: click.Context, _param, value: bool) -> None:
-    """``--version``: the distribution version is looked up only when asked for (reading it
-    imports ``importlib.metadata``, a large share of the CLI's start-up otherwise)."""
-    if not value or ctx.resilient_parsing:
-        return
-    from .. import __version__
-
-    click.echo(f"aic-compile {__version__}")
-    ctx.exit()
+    return group.main(args)
 
 
-@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--systems-path", default=None,
-              help=f"Systems root (default: ${paths.SYSTEMS_ENV}, else the packaged data, else "
-                   f"the source checkout's data/systems). Given explicitly, it is also recorded "
-                   f"in compiled specs.")
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
-@click.pass_context
-def main(ctx: click.Context, systems_path: str | None) -> None:
-    """aic front end: compile EngineSpecs and query the native engine."""
-    ctx.ensure_object(dict)
-    ctx.obj["systems_path"] = systems_path
+def __getattr__(name: str):
+    if name in ("COMMANDS", "LazyGroup", "main"):
+        from . import group
 
-
-__all__ = ["COMMANDS", "LazyGroup", "main"]
+        return getattr(group, name)
+    raise AttributeError(f"module 'aic.cli' has no attribute {name!r}")

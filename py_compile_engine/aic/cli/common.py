@@ -1,12 +1,14 @@
 """What the ``aic-compile`` command modules share: click settings, the systems root a command
-uses, and plain-text tables. Light on purpose (``click`` and ``aic.paths`` only): every command
-imports it."""
+uses, and plain-text tables. Light on purpose (``aic.paths`` only, ``click`` where a function
+raises a click error): every command imports it, the click-free sweep path too."""
 
 from __future__ import annotations
 
-import click
-
 from .. import paths
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import click
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -26,6 +28,8 @@ def chosen_systems_path(ctx: click.Context, local: str | None) -> str | None:
 def engine_systems_path(explicit: str | None) -> str:
     """The systems root an engine loads from (``explicit`` or the default search); a missing
     root is a one-line CLI error."""
+    import click
+
     try:
         return str(paths.systems_path(explicit))
     except ValueError as exc:
