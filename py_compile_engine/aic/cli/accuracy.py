@@ -2,9 +2,10 @@
 deployments, and the calibrated estimate's constants fitted on them.
 
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
-``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with ``--calibrated``, in the calibrated mode, and prints
-coverage, MdAPE, MAPE, share within 10 % / 20 % and bias for TTFT and TPOT — overall, by
-system x backend x mode and by model.
+``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
+``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, share within 10 % /
+20 % and bias for TTFT and TPOT — overall, by system x backend x mode and by model.
+``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _line(name: str, m: dict) -> list[str]:
 
 
 def format_table(title: str, named: list[tuple[str, dict]]) -> list[str]:
-    """A fixed-width table of :func:`aic.accuracy.metrics` dicts, one line per name."""
+    """A fixed-width table of :func:`aic.accuracy.scoring.metrics` dicts, one line per name."""
     head = [title] + _HEAD
     lines = [_line(n, m) for n, m in named]
     widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]

@@ -418,7 +418,8 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
              memory_fn: Callable | None = DEFAULT_MEMORY) -> None:
     """Compiles, compares and queries one case, appending its checks to ``report``.
 
-    ``compile_fn`` defaults to :func:`aic.compile.compile_report` (the ``compile_engine`` path);
+    ``compile_fn`` defaults to :func:`aic.compiler.compile.compile_report` (the
+    ``compile_engine`` path);
     ``engine_loader(spec_json)`` defaults to the native encoder + ``AicEngine.from_spec``;
     ``memory_fn`` (default :func:`aic.estimate_kv_cache`) replays the memory record, one
     ``memory`` check; ``None`` leaves the memory record out.
