@@ -61,3 +61,25 @@ pub(crate) fn phase_evidence(
     }
     TimingPhaseEvidence::try_from_operations(operations)
 }
+
+#[cfg(test)]
+mod tests {
+    use aic_core::Source;
+
+    use super::*;
+
+    fn op(name: &str, latency_ms: f64, energy_wms: f64) -> OpResult {
+        OpResult { name: name.into(), latency_ms, energy_wms, source: Source::Silicon }
+    }
+
+    #[test]
+    fn energy_scales_with_uses_and_missing_energy_is_latency_only() {
+        let measured = operation(&op("gemm", 2.0, 1400.0), 3).unwrap();
+        assert_eq!((measured.latency_ms, measured.energy_wms, measured.covered_latency_ms), (6.0, Some(4200.0), 6.0));
+        assert_eq!(measured.source, TimingEvidenceSource::Silicon);
+        let unmeasured = operation(&op("norm", 0.5, 0.0), 4).unwrap();
+        assert_eq!((unmeasured.latency_ms, unmeasured.energy_wms, unmeasured.covered_latency_ms), (2.0, None, 0.0));
+        let phase = TimingPhaseEvidence::try_from_operations(vec![measured, unmeasured]).unwrap();
+        assert_eq!((phase.latency_ms, phase.energy_wms, phase.covered_latency_ms), (8.0, Some(4200.0), 6.0));
+    }
+}

@@ -453,3 +453,50 @@ impl ReplayReport {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use aisimulate_core::engine::{TimingEvidenceSource, TimingOperationEvidence};
+
+    use super::*;
+
+    fn phase(ops: &[(&str, f64, Option<f64>)]) -> TimingPhaseEvidence {
+        TimingPhaseEvidence::try_from_operations(
+            ops.iter()
+                .map(|(n, l, e)| TimingOperationEvidence::new(*n, *l, *e, TimingEvidenceSource::Silicon).unwrap())
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    fn counts(input_tokens: usize, output_tokens: usize) -> RequestCounts {
+        RequestCounts { requests: 1, completed: 1, input_tokens, output_tokens }
+    }
+
+    #[test]
+    fn covered_evidence_publishes_power_and_energy_per_token() {
+        // 95 % of the pass time carries energy: 10 ms at 700 W per GPU, plus 0.5 ms unmeasured.
+        let summary = TimingEvidenceSummary {
+            prefill: phase(&[("gemm", 6.0, Some(4200.0)), ("norm", 0.5, None)]),
+            decode: phase(&[("gemm", 4.0, Some(2800.0))]),
+        };
+        let p = power(&[(Some(summary), 2)], &counts(100, 50)).unwrap();
+        assert_eq!(p.coverage, 10.0 / 10.5);
+        assert_eq!(p.power_w_per_gpu, Some(7000.0 / 10.5));
+        // 7000 W·ms per GPU on 2 GPUs = 14 J.
+        assert_eq!(p.energy_j, Some(14.0));
+        assert_eq!(p.energy_per_output_token_j, Some(14.0 / 50.0));
+        assert_eq!(p.energy_per_token_j, Some(14.0 / 150.0));
+    }
+
+    #[test]
+    fn low_coverage_withholds_power_and_no_evidence_means_no_figure() {
+        let summary = TimingEvidenceSummary {
+            prefill: phase(&[("gemm", 1.0, Some(700.0)), ("attention", 9.0, None)]),
+            decode: TimingPhaseEvidence::default(),
+        };
+        let p = power(&[(Some(summary), 1)], &counts(1, 1)).unwrap();
+        assert_eq!((p.coverage, p.power_w_per_gpu, p.energy_j), (0.1, None, None));
+        assert_eq!(power(&[(None, 1)], &counts(1, 1)), None);
+    }
+}
