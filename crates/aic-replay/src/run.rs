@@ -39,6 +39,8 @@ pub enum TimingSource {
     /// aic's estimates from the role's engine.
     #[default]
     Aic,
+    /// The same estimates without the memo: every call asks the engine (for measuring the memo).
+    AicNoMemo,
     /// aisimulate-core's built-in polynomial model (for comparison; no power figures).
     Polynomial,
 }
@@ -349,10 +351,15 @@ impl Replay {
             .iter()
             .map(|(setup, _)| match self.options.timing {
                 TimingSource::Polynomial => None,
-                TimingSource::Aic if self.options.record_timing_calls => {
-                    Some(Arc::new(AicTimingModel::recording(Arc::clone(&setup.engine))))
+                TimingSource::Aic | TimingSource::AicNoMemo => {
+                    let engine = Arc::clone(&setup.engine);
+                    let model = if self.options.record_timing_calls {
+                        AicTimingModel::recording(engine)
+                    } else {
+                        AicTimingModel::new(engine)
+                    };
+                    Some(Arc::new(if self.options.timing == TimingSource::AicNoMemo { model.without_memo() } else { model }))
                 }
-                TimingSource::Aic => Some(Arc::new(AicTimingModel::new(Arc::clone(&setup.engine)))),
             })
             .collect();
         let as_dyn = |t: &Option<Arc<AicTimingModel>>| t.clone().map(|t| t as Arc<dyn TimingModel>);

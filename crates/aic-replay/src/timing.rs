@@ -92,7 +92,7 @@ pub enum TimingCall {
 pub struct TimingStats {
     /// Prediction calls answered.
     pub calls: u64,
-    /// Calls whose arguments were new, so the engine was asked.
+    /// Calls the engine answered (new arguments; every call without the memo).
     pub engine_calls: u64,
     /// Wall time spent inside the predictions (memo lookups and engine calls), ms.
     pub time_in_model_ms: f64,
@@ -165,12 +165,20 @@ struct State {
 pub struct AicTimingModel {
     engine: Arc<Engine>,
     state: Mutex<State>,
+    memoize: bool,
 }
 
 impl AicTimingModel {
     /// A timing model over a compiled engine.
     pub fn new(engine: Arc<Engine>) -> Self {
-        AicTimingModel { engine, state: Mutex::new(State::default()) }
+        AicTimingModel { engine, state: Mutex::new(State::default()), memoize: true }
+    }
+
+    /// Asks the engine on every call instead of answering repeated arguments from the memo
+    /// (same numbers, more time; for measuring what the memo saves).
+    pub fn without_memo(mut self) -> Self {
+        self.memoize = false;
+        self
     }
 
     /// Like [`AicTimingModel::new`], and keeps every call with its answer (see
@@ -206,7 +214,7 @@ impl AicTimingModel {
     /// The memoised value of `key`, asking the engine on a miss.
     fn estimate(&self, key: StepKey) -> anyhow::Result<f64> {
         let mut state = self.lock();
-        if let Some(memo) = state.memo.get_mut(&key) {
+        if let Some(memo) = state.memo.get_mut(&key).filter(|_| self.memoize) {
             memo.uses += 1;
             return Ok(memo.latency_ms);
         }
@@ -218,7 +226,7 @@ impl AicTimingModel {
         }
         .map_err(|e| anyhow::anyhow!("aic {}: {e}", describe(key)))?;
         state.stats.engine_calls += 1;
-        state.memo.insert(key, Memo { latency_ms, uses: 1 });
+        state.memo.entry(key).and_modify(|m| m.uses += 1).or_insert(Memo { latency_ms, uses: 1 });
         Ok(latency_ms)
     }
 

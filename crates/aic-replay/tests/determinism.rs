@@ -39,3 +39,16 @@ fn same_seed_same_report_whatever_the_threads() {
     // The report is not trivially constant.
     assert_ne!(first, report_json(&replay(8)), "another seed gives the same report");
 }
+
+#[test]
+fn the_memo_does_not_change_the_report() {
+    let with_memo = replay(11);
+    let mut without = replay(11);
+    without.options.timing = aic_replay::TimingSource::AicNoMemo;
+    let (a, b) = (with_memo.run().unwrap(), without.run().unwrap());
+    assert_eq!(serde_json::to_string(&a.report).unwrap(), serde_json::to_string(&b.report).unwrap());
+    let (ta, tb) = (a.stats.timing[0].1, b.stats.timing[0].1);
+    assert_eq!(ta.calls, tb.calls);
+    assert_eq!(tb.engine_calls, tb.calls);
+    assert!(ta.engine_calls < ta.calls);
+}
