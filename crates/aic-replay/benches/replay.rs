@@ -50,7 +50,7 @@ fn report_shares(requests: usize) {
             .stats
             .timing
             .iter()
-            .fold((0, 0, 0.0), |(c, e, t), (_, s)| (c + s.calls, e + s.engine_calls, t + s.time_in_model_ms));
+            .fold((0, 0, 0.0), |(c, e, t), r| (c + r.stats.calls, e + r.stats.engine_calls, t + r.stats.time_in_model_ms));
         eprintln!(
             "{requests} requests, {name}: wall {:.1} ms (simulation {:.1} ms), {calls} timing calls, {engine_calls} engine calls, \
              {in_model:.2} ms in the timing model; {:.0} simulated requests/s",

@@ -40,6 +40,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outcome = Replay::aggregated(role, 1, workload).run()?;
     print!("{}", outcome.report.to_table());
     println!("(replayed in {:.1} ms wall, {:.1} ms of it in aic)", outcome.stats.wall_ms,
-        outcome.stats.timing.iter().map(|(_, t)| t.time_in_model_ms).sum::<f64>());
+        outcome.stats.timing.iter().map(|t| t.stats.time_in_model_ms).sum::<f64>());
     Ok(())
 }

@@ -52,6 +52,6 @@ pub use config::{KvOverrides, Role, RoleBuilder, RoleSetup, SchedulerOverrides};
 pub use error::{ReplayError, Result};
 pub use report::ReplayReport;
 pub use request::{run_json, EngineRequest, ModeRequest, ReplayRequest, SpecSource};
-pub use run::{Deployment, Replay, ReplayOptions, ReplayOutcome, RunStats, TimingSource};
+pub use run::{Deployment, Replay, ReplayOptions, ReplayOutcome, RoleTimingStats, RunStats, TimingSource};
 pub use timing::{AicTimingModel, TimingCall, TimingStats};
 pub use workload::{Arrival, Distribution, Lengths, Workload};

@@ -110,8 +110,18 @@ pub struct RunStats {
     pub wall_ms: f64,
     /// Wall time inside aisimulate's replay, ms.
     pub simulate_ms: f64,
-    /// Timing-model counters per role (`agg`, or `prefill` and `decode`).
-    pub timing: Vec<(&'static str, TimingStats)>,
+    /// Timing-model counters per role (none with the polynomial model).
+    pub timing: Vec<RoleTimingStats>,
+}
+
+/// One role's timing-model counters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RoleTimingStats {
+    /// `agg`, `prefill` or `decode`.
+    pub role: &'static str,
+    /// The counters.
+    #[serde(flatten)]
+    pub stats: TimingStats,
 }
 
 /// What a run returns.
@@ -414,7 +424,9 @@ impl Replay {
             timing: roles
                 .iter()
                 .zip(&timing)
-                .filter_map(|((setup, _), t)| t.as_ref().map(|t| (setup.role.as_str(), t.stats())))
+                .filter_map(|((setup, _), t)| {
+                    t.as_ref().map(|t| RoleTimingStats { role: setup.role.as_str(), stats: t.stats() })
+                })
                 .collect(),
         };
         Ok(ReplayOutcome { report, stats, timing_calls })

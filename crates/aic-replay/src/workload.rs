@@ -376,3 +376,77 @@ fn lower_trace(path: &Path, block_size: usize, concurrency: Option<usize>, speed
     out.sort_by(|a, b| a.arrival_time_ms.total_cmp(&b.arrival_time_ms));
     Ok(LoweredWorkload { requests: out, max_in_flight: concurrency })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_matches_the_published_sequence() {
+        // The reference implementation's first outputs for seed 0.
+        let mut rng = SplitMix64::new(0);
+        assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(rng.next_u64(), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn lengths_parse_from_plain_numbers_and_distributions() {
+        let parse = |text: &str| serde_json::from_str::<Lengths>(text).unwrap();
+        assert_eq!(parse("2048"), Lengths::Fixed(2048));
+        assert_eq!(
+            parse(r#"{"uniform": {"min": 10, "max": 20}}"#),
+            Lengths::Distributed(Distribution::Uniform { min: 10, max: 20 })
+        );
+        assert_eq!(
+            parse(r#"{"normal": {"mean": 100.0, "std": 5.0}}"#),
+            Lengths::Distributed(Distribution::Normal { mean: 100.0, std: 5.0 })
+        );
+        assert!(serde_json::from_str::<Lengths>(r#"{"zipf": {"s": 1}}"#).is_err());
+    }
+
+    #[test]
+    fn generated_lengths_and_arrivals_follow_their_distributions() {
+        let workload = Workload::Generated {
+            requests: 4000,
+            arrival: Arrival::OpenLoop { rate_rps: 10.0 },
+            isl: Lengths::Distributed(Distribution::Uniform { min: 100, max: 199 }),
+            osl: Lengths::Distributed(Distribution::Normal { mean: 50.0, std: 10.0 }),
+            seed: 42,
+        };
+        let lowered = workload.lower().unwrap();
+        assert_eq!(lowered.max_in_flight, None);
+        let r = &lowered.requests;
+        assert!(r.iter().all(|q| (100..=199).contains(&q.input_tokens) && q.output_tokens >= 1));
+        assert!(r.windows(2).all(|w| w[0].arrival_time_ms <= w[1].arrival_time_ms));
+        let n = r.len() as f64;
+        let mean_isl = r.iter().map(|q| q.input_tokens as f64).sum::<f64>() / n;
+        let mean_osl = r.iter().map(|q| q.output_tokens as f64).sum::<f64>() / n;
+        // 4000 draws: the sample means sit within a few standard errors of the true ones.
+        assert!((mean_isl - 149.5).abs() < 2.0, "{mean_isl}");
+        assert!((mean_osl - 50.0).abs() < 1.0, "{mean_osl}");
+        // 3999 exponential gaps of mean 100 ms.
+        let span_s = r.last().unwrap().arrival_time_ms / 1e3;
+        assert!((span_s - 399.9).abs() < 20.0, "{span_s}");
+        // The seed fixes everything; another seed moves it.
+        let again = workload.lower().unwrap().requests;
+        assert_eq!(again, lowered.requests);
+        let Workload::Generated { requests, arrival, isl, osl, .. } = workload else { unreachable!() };
+        let other = Workload::Generated { requests, arrival, isl, osl, seed: 43 }.lower().unwrap().requests;
+        assert_ne!(other, lowered.requests);
+    }
+
+    #[test]
+    fn closed_loop_arrives_at_once_under_a_cap() {
+        let lowered = Workload::Generated {
+            requests: 5,
+            arrival: Arrival::ClosedLoop { concurrency: 2 },
+            isl: Lengths::Fixed(7),
+            osl: Lengths::Fixed(3),
+            seed: 0,
+        }
+        .lower()
+        .unwrap();
+        assert_eq!(lowered.max_in_flight, Some(2));
+        assert!(lowered.requests.iter().all(|q| q.arrival_time_ms == 0.0 && q.input_tokens == 7 && q.output_tokens == 3));
+    }
+}

@@ -47,7 +47,7 @@ fn the_memo_does_not_change_the_report() {
     without.options.timing = aic_replay::TimingSource::AicNoMemo;
     let (a, b) = (with_memo.run().unwrap(), without.run().unwrap());
     assert_eq!(serde_json::to_string(&a.report).unwrap(), serde_json::to_string(&b.report).unwrap());
-    let (ta, tb) = (a.stats.timing[0].1, b.stats.timing[0].1);
+    let (ta, tb) = (a.stats.timing[0].stats, b.stats.timing[0].stats);
     assert_eq!(ta.calls, tb.calls);
     assert_eq!(tb.engine_calls, tb.calls);
     assert!(ta.engine_calls < ta.calls);

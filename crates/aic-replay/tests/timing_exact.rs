@@ -52,7 +52,7 @@ fn aggregated_trace_with_chunks_and_prefix_hits_matches_direct_engine_calls() {
     let (with_prefix, batched_prefill, batched_decode) = check_calls(&common::engine(), calls);
     assert!(with_prefix > 0, "chunked prefills and prefix hits price a cached prefix");
     assert!(batched_prefill > 0 && batched_decode > 0);
-    let stats = outcome.stats.timing[0].1;
+    let stats = outcome.stats.timing[0].stats;
     assert_eq!(stats.calls, calls.len() as u64);
     assert!(stats.engine_calls < stats.calls, "repeated steps come from the memo");
     assert!(outcome.report.prefix_cache.reused_ratio > 0.0);
