@@ -19,6 +19,9 @@
 //! * [`request`]: the JSON entry point [`run_json`] for bindings;
 //! * [`error`]: typed errors ([`ReplayError`]).
 //!
+//! While a replay runs, aisimulate-core 0.13.0 draws its own progress bar (requests completed)
+//! on standard error when that is a terminal; its public API has no switch for it.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use aic_replay::{Arrival, Lengths, Replay, Role, RoleBuilder, Workload};

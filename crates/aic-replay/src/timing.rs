@@ -1,5 +1,5 @@
 //! [`AicTimingModel`]: aic's step latencies behind aisimulate-core's
-//! [`TimingModel`](aisimulate_core::engine::TimingModel) trait, so the replay engine's vLLM,
+//! [`TimingModel`] trait, so the replay engine's vLLM,
 //! SGLang and TRT-LLM schedulers run on aic's measured kernel tables instead of a polynomial.
 //!
 //! # How each trait argument maps onto an aic estimate
