@@ -1,6 +1,7 @@
 //! Bindings for aic-core. No estimation math lives here.
 //!
-//! * [`python`]: the PyO3 extension module `aic._aic` (`AicEngine`, data helpers, exceptions).
+//! * [`python`]: the PyO3 extension module `aic._aic` (`AicEngine`, data helpers, exceptions;
+//!   with the feature `replay`, `replay_json` over the `aic-replay` crate).
 //! * [`python_fpm`]: the forward-pass perf model class `aic._aic.ForwardPassPerfModel`.
 //! * [`python_fpm_json`]: the same model under the reference's JSON-text API,
 //!   `aic._aic.RustForwardPassPerfModel`.

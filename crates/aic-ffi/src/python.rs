@@ -30,6 +30,7 @@ use crate::errors::{
     guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
 };
 
+mod replay;
 mod surface;
 mod views;
 
@@ -946,6 +947,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefetch_tables, m)?)?;
     let view_functions = views::register(m)?;
     let surface_names = surface::register(m)?;
+    let replay_names = replay::register(m)?;
     m.add(
         "PerfDataNotAvailableError",
         py.get_type::<PerfDataNotAvailableError>(),
@@ -982,6 +984,9 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         all.append(name)?;
     }
     for name in surface_names {
+        all.append(name)?;
+    }
+    for name in replay_names {
         all.append(name)?;
     }
     m.add("__all__", all)?;
