@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need from this repo's own files, then runs every test:
 #   1. pip wheel .             -> builds the wheel once: the Rust extension aic._aic (maturin, the
-#                                 PEP 517 backend, fetched by pip) plus the shipped data;
+#                                 PEP 517 backend, fetched by pip) with the opt-in cargo feature
+#                                 `replay` (aic.replay, aic-compile replay), plus the shipped data;
 #   2. pip install WHEEL[test] -> into the main virtual environment, with pytest;
 #   3. cargo test --workspace  -> the Rust tests, the C ABI test program included;
 #   4. cargo test -p aic-core --features embed-python --test embed_python
@@ -48,8 +49,9 @@ venv_dir="$("${py}" -c 'import sys; print(sys.prefix)')"
 work="$(mktemp -d "${TMPDIR:-/tmp}/aic-test-all.XXXXXX")"
 trap 'rm -rf "${work}"' EXIT
 
-step "building the aic wheel (Rust extension, release)"
-"${py}" -m pip wheel --quiet --no-deps --wheel-dir "${work}/wheel" .
+step "building the aic wheel (Rust extension with the replay, release)"
+MATURIN_PEP517_ARGS="--features replay" \
+    "${py}" -m pip wheel --quiet --no-deps --wheel-dir "${work}/wheel" .
 wheels=("${work}"/wheel/aic-*.whl)
 if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
     echo "expected exactly one aic wheel in ${work}/wheel, found: ${wheels[*]}" >&2
@@ -92,7 +94,8 @@ step "pytest tests/python"
 # failure: this suite always has tests, so collecting none means something is broken.
 # -rs lists the reason for every skipped test, so nothing is skipped silently.
 # shellcheck disable=SC2086
-"${py}" -m pytest tests/python -q -rs ${PYTEST_ARGS:-} || failed+=("pytest")
+# AIC_REQUIRE_REPLAY=1: the wheel above has the replay, so its tests may not skip.
+AIC_REQUIRE_REPLAY=1 "${py}" -m pytest tests/python -q -rs ${PYTEST_ARGS:-} || failed+=("pytest")
 
 step "wheel smoke test in a fresh virtual environment, outside the source tree"
 smoke_ok=1

@@ -20,6 +20,7 @@ _FRONT_END = {
     "compile_engine_json": ("compiler.compile", "compile_engine_json"),
     "compile_report": ("compiler.compile", "compile_report"),
     "estimate_kv_cache": ("compiler.memory", "estimate_kv_cache"),
+    "replay": ("serving.replay", "replay"),
     "UnsupportedArchitectureError": ("errors", "UnsupportedArchitectureError"),
     "HeadDivisibilityError": ("errors", "HeadDivisibilityError"),
 }

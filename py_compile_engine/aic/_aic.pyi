@@ -516,6 +516,13 @@ def gemm_quant_util_levels() -> List[Tuple[float, float, float]]:
 def moe_quant_util_levels() -> List[Tuple[float, float, float]]:
     """MoE utilisation levels ``(bytes_per_elem, compute_multiplier, level)``."""
 
+def replay_available() -> bool:
+    """Whether this build has the replay (cargo feature ``replay``)."""
+
+def replay_json(request_json: str, systems_path: Optional[_PathLike] = None) -> str:
+    """Runs the replay a request JSON describes (crate aic-replay); only in a build with the
+    cargo feature ``replay``. Answers ``{"report", "stats", "table"}`` as JSON."""
+
 def table_view_attributes() -> List[Tuple[str, List[str]]]:
     """Every :meth:`AicEngine.table_view_json` attribute with the parquet basenames feeding
     it."""

@@ -37,16 +37,46 @@ pub struct LatencySummary {
 }
 
 impl LatencySummary {
+    /// From aisimulate-core's streaming summary. Its mean, min and max are exact; its
+    /// percentiles come from a quantile sketch with a small relative error, so they are clamped
+    /// into `[min, max]` (where the true percentiles lie).
     fn from_sim(samples: usize, d: &TraceDistributionStats) -> Self {
+        let clamp = |p: f64| if d.min_ms <= d.max_ms { p.clamp(d.min_ms, d.max_ms) } else { p };
         LatencySummary {
             samples,
             mean: d.mean_ms,
-            p50: d.median_ms,
-            p90: d.p90_ms,
-            p99: d.p99_ms,
+            p50: clamp(d.median_ms),
+            p90: clamp(d.p90_ms),
+            p99: clamp(d.p99_ms),
             min: d.min_ms,
             max: d.max_ms,
         }
+    }
+
+    /// Exact figures of per-request values (`None` when there are none): percentiles
+    /// interpolate linearly between the closest ranks (numpy's default), so the same values give
+    /// the same bits on every platform.
+    fn exact(mut values: Vec<f64>) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let at = |q: f64| {
+            let pos = q * (n - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = pos.ceil() as usize;
+            values[lo] + (values[hi] - values[lo]) * (pos - lo as f64)
+        };
+        Some(LatencySummary {
+            samples: n,
+            mean: values.iter().sum::<f64>() / n as f64,
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            min: values[0],
+            max: values[n - 1],
+        })
     }
 }
 
@@ -288,10 +318,13 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
         system: spec.system_name.clone(),
         requests,
         duration_ms: t.duration_ms,
-        ttft_ms: LatencySummary::from_sim(l.num_ttft_samples, &l.ttft),
-        tpot_ms: LatencySummary::from_sim(l.num_tpot_samples, &l.tpot),
+        ttft_ms: per_request_exact(sim, |r| r.ttft_ms)
+            .unwrap_or_else(|| LatencySummary::from_sim(l.num_ttft_samples, &l.ttft)),
+        tpot_ms: per_request_exact(sim, |r| r.itl_ms)
+            .unwrap_or_else(|| LatencySummary::from_sim(l.num_tpot_samples, &l.tpot)),
         itl_ms: LatencySummary::from_sim(l.num_tpot_samples, &l.itl.distribution),
-        e2e_ms: LatencySummary::from_sim(l.num_e2e_latency_samples, &l.e2e),
+        e2e_ms: per_request_exact(sim, |r| r.e2e_latency_ms)
+            .unwrap_or_else(|| LatencySummary::from_sim(l.num_e2e_latency_samples, &l.e2e)),
         throughput: Throughput {
             gpus,
             requests_per_s: t.request_throughput_rps,
@@ -312,6 +345,18 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
         timeline,
         per_request,
     }
+}
+
+/// Exact figures of one per-request latency when the simulator recorded every completed
+/// request, else `None` (the caller falls back to the simulator's streaming summary).
+fn per_request_exact(
+    sim: &SimReport,
+    value: impl Fn(&aisimulate_core::replay::PerRequestRecord) -> Option<f64>,
+) -> Option<LatencySummary> {
+    if sim.per_request.len() < sim.request_counts.completed_requests || sim.request_counts.completed_requests == 0 {
+        return None;
+    }
+    LatencySummary::exact(sim.per_request.iter().filter_map(value).collect())
 }
 
 fn kv_and_timeline(samples: &[ReplayTelemetrySnapshot], keep: bool) -> (Option<KvUsage>, Vec<TimelinePoint>) {

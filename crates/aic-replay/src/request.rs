@@ -15,7 +15,9 @@
 //! "decode_workers": M, "handoff_latency_ms": 0.0}` for a disaggregated deployment. An ENGINE is
 //! `{"spec": {"path": FILE} | {"json": SPEC_OBJECT}, "facts": MODEL_FACTS, "scheduler": {...},
 //! "kv": {...}}` (see [`crate::config::SchedulerOverrides`], [`crate::config::KvOverrides`]).
-//! The answer is `{"report": REPORT, "stats": RUN_STATS}`.
+//! The answer is `{"report": REPORT, "stats": RUN_STATS, "table": TEXT}`: the report as JSON, the
+//! wall-clock figures of the run, and the report as the text table of
+//! [`crate::report::ReplayReport::to_table`] (so every binding prints the same table).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,11 +147,13 @@ impl ReplayRequest {
     }
 }
 
-/// Runs the replay a request JSON describes and answers `{"report": ..., "stats": ...}` as JSON.
+/// Runs the replay a request JSON describes and answers `{"report": ..., "stats": ..., "table":
+/// ...}` as JSON.
 pub fn run_json(request_json: &str, systems_path: Option<&Path>) -> Result<String> {
     let request: ReplayRequest =
         serde_json::from_str(request_json).map_err(|e| ReplayError::RequestJson(e.to_string()))?;
     let outcome = request.into_replay(systems_path)?.run()?;
-    let answer = serde_json::json!({"report": outcome.report, "stats": outcome.stats});
+    let table = outcome.report.to_table();
+    let answer = serde_json::json!({"report": outcome.report, "stats": outcome.stats, "table": table});
     Ok(answer.to_string())
 }

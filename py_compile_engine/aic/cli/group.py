@@ -1,8 +1,8 @@
 """The ``aic-compile`` click group: every command by name, its module imported on dispatch.
 
 Each command lives in its own module of :mod:`aic.cli` (``engine``: compile, estimate,
-breakdown; ``sweep``, ``memory``, ``parity``, ``support``, ``data``, ``accuracy``: accuracy,
-calibrate). The group knows every command's name and one-line help from :data:`COMMANDS` and
+breakdown; ``sweep``, ``memory``, ``parity``, ``replay``, ``support``, ``data``, ``accuracy``:
+accuracy, calibrate). The group knows every command's name and one-line help from :data:`COMMANDS` and
 imports a command's module only when that command runs (or shows its own help): a command pays
 for ``click`` and its own imports, not for every other command's.
 """
@@ -30,6 +30,8 @@ COMMANDS = {
     "memory": ("memory", "memory_cmd", "Per-GPU memory split and KV-cache capacity of MODEL."),
     "parity": ("parity", "parity_cmd",
                "Compare compile output and engine answers with the goldens."),
+    "replay": ("replay", "replay_cmd",
+               "Replay a workload on a deployment: latency percentiles, queue, KV, energy."),
     "support": ("support", "support_cmd",
                 "Which model answers on which system and backend."),
     "sweep": ("sweep", "sweep_cmd", "Best deployments of MODEL on a GPU budget."),

@@ -1,0 +1,134 @@
+"""``aic-compile replay``: a workload replayed through aisimulate-core's scheduler models with
+aic's step latencies (:func:`aic.serving.replay.replay`), printed as TTFT / TPOT / ITL / E2E
+percentiles, throughput, prefix-cache reuse, KV usage and energy."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path
+
+_ROLE_KEYS = (("tp", "tp_size"), ("pp", "pp_size"), ("dp", "attention_dp_size"),
+              ("moe-tp", "moe_tp_size"), ("moe-ep", "moe_ep_size"))
+
+
+def _role_options(fn):
+    for role in ("decode", "prefill"):
+        for flag, name in reversed(_ROLE_KEYS):
+            fn = click.option(f"--{role}-{flag}", f"{role}_{name}",
+                              type=click.IntRange(min=1, max=U32_MAX), default=None,
+                              help=f"disagg: {role} {flag} size (default: the shared one).")(fn)
+    return fn
+
+
+@click.command("replay", context_settings=CONTEXT_SETTINGS)
+@click.argument("model")
+@click.option("--system", "-s", required=True, help="System name, e.g. h200_sxm.")
+@click.option("--backend", "-b", required=True, help="vllm, sglang or trtllm.")
+@click.option("--backend-version", default=None,
+              help="current (default), next, previous or a literal slot version.")
+@click.option("--mode", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True)
+@click.option("--tp", "tp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
+              show_default=True, help="Tensor-parallel size.")
+@click.option("--pp", "pp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
+              show_default=True, help="Pipeline-parallel size.")
+@click.option("--dp", "--attention-dp", "attention_dp_size",
+              type=click.IntRange(min=1, max=U32_MAX), default=1, show_default=True,
+              help="Attention data-parallel size.")
+@click.option("--moe-tp", "moe_tp_size", type=click.IntRange(min=1, max=U32_MAX), default=None)
+@click.option("--moe-ep", "moe_ep_size", type=click.IntRange(min=1, max=U32_MAX), default=None)
+@click.option("--gemm-quant", "gemm_quant_mode", default=None)
+@click.option("--moe-quant", "moe_quant_mode", default=None)
+@click.option("--kvcache-quant", "kvcache_quant_mode", default=None)
+@click.option("--fmha-quant", "fmha_quant_mode", default=None)
+@click.option("--comm-quant", "comm_quant_mode", default=None)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="agg: engine replicas.")
+@_role_options
+@click.option("--prefill-workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="disagg: prefill replicas.")
+@click.option("--decode-workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="disagg: decode replicas.")
+@click.option("--handoff-ms", "handoff_latency_ms", type=float, default=0.0, show_default=True,
+              help="disagg: KV transfer time per request, ms.")
+@click.option("--requests", type=click.IntRange(min=1), default=None,
+              help="Generated workload: how many requests.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Closed loop: requests in flight (with --trace: a cap on them).")
+@click.option("--rate", type=float, default=None, help="Open loop: Poisson arrivals, requests/s.")
+@click.option("--isl", default="1024", show_default=True,
+              help="Prompt length: N, uniform:MIN:MAX or normal:MEAN:STD.")
+@click.option("--osl", default="128", show_default=True,
+              help="Output length: N, uniform:MIN:MAX or normal:MEAN:STD.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the generated lengths and arrivals.")
+@click.option("--trace", "trace", type=str, default=None,
+              help="A Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids) "
+                   "instead of a generated workload.")
+@click.option("--trace-block-size", type=click.IntRange(min=1), default=512, show_default=True,
+              help="Tokens per hash_ids entry of the trace.")
+@click.option("--speedup", type=float, default=None,
+              help="--trace: divide the inter-arrival times by this factor.")
+@click.option("--block-size", type=click.IntRange(min=1), default=None,
+              help="KV block size, tokens (default: the backend's).")
+@click.option("--gpu-memory-fraction", type=float, default=None,
+              help="KV-cache memory fraction (default: the backend's).")
+@click.option("--num-gpu-blocks", type=click.IntRange(min=1), default=None,
+              help="KV blocks per rank, instead of aic's memory model.")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+              help="Scheduler: concurrent sequences per rank.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
+              help="Scheduler: token budget of one pass.")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+@click.option("--plot", "plot_file", default=None,
+              help="Save the latency CDFs and the queue over time to FILE.svg (or .png with "
+                   "matplotlib).")
+@click.option("--systems-path", "local_systems_path", default=None,
+              help="Systems root (overrides the global option / AIC_SYSTEMS_PATH).")
+@click.pass_context
+def replay_cmd(ctx, model, system, backend, as_json, plot_file, local_systems_path, trace,
+               **kwargs):
+    """Replay a workload on a deployment of MODEL: TTFT, TPOT, ITL and end-to-end latency
+    (mean, p50, p90, p99), throughput per GPU and per user, prefix-cache reuse, KV usage and
+    energy per token, through aisimulate-core's vLLM / SGLang scheduler models with aic's step
+    latencies.
+
+    Workload: --concurrency N --requests M (closed loop), --rate R --requests M (open loop), or
+    --trace FILE (Mooncake JSONL)."""
+    from ..serving.replay import ReplayUnavailableError, replay
+    from ..serving.replay_plot import check_plot_path, save_plot
+
+    try:
+        if plot_file is not None:
+            check_plot_path(plot_file)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1], param_hint="'--plot'") from None
+    systems_path = chosen_systems_path(ctx, local_systems_path)
+    try:
+        result = replay(model, system, backend, trace=trace, systems_path=systems_path,
+                        timeline=plot_file is not None, per_request=plot_file is not None,
+                        **kwargs)
+    except ReplayUnavailableError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (ValueError, RuntimeError, NotImplementedError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    if plot_file is not None:
+        try:
+            save_plot(result.report, plot_file)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write --plot {plot_file!r}: {exc}") from None
+    if as_json:
+        text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    else:
+        text = result.table().rstrip("\n")
+        text += f"\n({result.stats.get('wall_ms', 0.0) / 1e3:.2f} s)"
+        if plot_file is not None:
+            text += f"\nwrote {plot_file}"
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the output: {exc}") from None

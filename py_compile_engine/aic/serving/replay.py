@@ -1,0 +1,369 @@
+"""Replayed serving estimates: a workload (generated or a Mooncake trace) run through
+aisimulate-core's scheduler models with aic's step latencies (the Rust crate ``aic-replay``).
+
+Where :func:`aic.serving.estimate` answers a deployment with one steady batch in closed form,
+:func:`replay` runs every request through a vLLM / SGLang scheduler model with KV-cache
+accounting, prefix caching and preemption on a virtual clock, so the answer has percentiles, the
+queue that builds when the KV cache fills and the effect of shared prefixes. This module only
+checks the arguments, compiles the role specs (with the same quant resolution as the serving
+estimate) and builds the request JSON; the replay and every number run in Rust
+(``aic._aic.replay_json``).
+
+The native module has the replay when it was built with the cargo feature ``replay`` (the
+README names the opt-in); :func:`replay_available` tells.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from .. import paths
+from .._native import native
+
+#: Arrival processes of a generated workload.
+ARRIVALS = ("closed_loop", "open_loop")
+
+
+class ReplayUnavailableError(ImportError):
+    """The native module was built without the cargo feature ``replay``."""
+
+
+def replay_available() -> bool:
+    """Whether the native module carries the replay (cargo feature ``replay``)."""
+    mod = native()
+    return bool(getattr(mod, "replay_available", lambda: False)())
+
+
+def _positive_int(name: str, value, *, allow_none: bool = False, minimum: int = 1):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return value
+
+
+def _finite(name: str, value, *, low: float, high: float | None = None,
+            low_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    bad_low = value <= low if low_open else value < low
+    if not math.isfinite(value) or bad_low or (high is not None and value > high):
+        bound = f"> {low}" if low_open else f">= {low}"
+        upper = f" and <= {high}" if high is not None else ""
+        raise ValueError(f"{name} must be a finite number {bound}{upper}, got {value!r}")
+    return value
+
+
+def parse_lengths(name: str, value):
+    """A length argument as the request JSON takes it.
+
+    Accepted: an integer (every request has that length); ``"uniform:MIN:MAX"`` or
+    ``("uniform", MIN, MAX)`` (uniform integers in ``[MIN, MAX]``); ``"normal:MEAN:STD"`` or
+    ``("normal", MEAN, STD)`` (normal, rounded, at least 1); a decimal string is an integer."""
+    if isinstance(value, str):
+        parts = value.strip().split(":")
+        if len(parts) == 1:
+            try:
+                return _positive_int(name, int(parts[0]))
+            except ValueError:
+                raise ValueError(
+                    f"{name} must be a positive integer, 'uniform:MIN:MAX' or "
+                    f"'normal:MEAN:STD', got {value!r}") from None
+        value = tuple(parts)
+    if isinstance(value, (tuple, list)):
+        if len(value) != 3 or value[0] not in ("uniform", "normal"):
+            raise ValueError(f"{name} must be a positive integer, 'uniform:MIN:MAX' or "
+                             f"'normal:MEAN:STD', got {value!r}")
+        kind, a, b = value
+        try:
+            a = float(a)
+            b = float(b)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: the bounds of {kind!r} must be numbers, got {value!r}") \
+                from None
+        if kind == "uniform":
+            lo = _positive_int(f"{name} minimum", a)
+            hi = _positive_int(f"{name} maximum", b)
+            if hi < lo:
+                raise ValueError(f"{name}: uniform maximum {hi} is below its minimum {lo}")
+            return {"uniform": {"min": lo, "max": hi}}
+        mean = _finite(f"{name} mean", a, low=1.0)
+        std = _finite(f"{name} standard deviation", b, low=0.0)
+        return {"normal": {"mean": mean, "std": std}}
+    return _positive_int(name, value)
+
+
+def _engine(spec_json: str, facts: dict | None, kv: dict, scheduler: dict) -> dict:
+    engine: dict = {"spec": {"json": json.loads(spec_json)}}
+    if facts is not None:
+        engine["facts"] = facts
+    if kv:
+        engine["kv"] = kv
+    if scheduler:
+        engine["scheduler"] = scheduler
+    return engine
+
+
+class LatencySummary:
+    """Mean and percentiles of one latency, ms (``samples`` requests or token gaps)."""
+
+    __slots__ = ("samples", "mean", "p50", "p90", "p99", "min", "max")
+
+    def __init__(self, data: dict):
+        for key in self.__slots__:
+            setattr(self, key, data[key])
+
+    def __repr__(self) -> str:
+        return (f"LatencySummary(mean={self.mean:.3f}, p50={self.p50:.3f}, p90={self.p90:.3f}, "
+                f"p99={self.p99:.3f}, samples={self.samples})")
+
+
+class ReplayResult:
+    """What :func:`replay` returns: plain attributes over the report of the Rust replay.
+
+    ``ttft``, ``tpot``, ``itl``, ``e2e``: :class:`LatencySummary` (ms). ``throughput``,
+    ``prefix_cache``, ``kv_usage`` (``None`` when never sampled), ``power`` (``None`` without
+    energy evidence), ``requests``, ``roles``: dicts as in the JSON report. ``timeline`` and
+    ``per_request``: lists (filled when asked for). ``stats``: wall-clock figures of the run.
+    ``report``: the whole JSON report; :meth:`table` the text table of ``aic-compile replay``.
+    """
+
+    def __init__(self, answer: dict):
+        report = answer["report"]
+        self.report = report
+        self.stats = answer.get("stats", {})
+        self._table = answer.get("table", "")
+        self.mode = report["mode"]
+        self.model = report["model"]
+        self.system = report["system"]
+        self.roles = report["roles"]
+        self.requests = report["requests"]
+        self.duration_ms = report["duration_ms"]
+        self.ttft = LatencySummary(report["ttft_ms"])
+        self.tpot = LatencySummary(report["tpot_ms"])
+        self.itl = LatencySummary(report["itl_ms"])
+        self.e2e = LatencySummary(report["e2e_ms"])
+        self.throughput = report["throughput"]
+        self.prefix_cache = report["prefix_cache"]
+        self.kv_usage = report.get("kv_usage")
+        self.power = report.get("power")
+        self.timeline = report.get("timeline", [])
+        self.per_request = report.get("per_request", [])
+
+    def to_dict(self) -> dict:
+        """The report and the run statistics as plain JSON data."""
+        return {"report": self.report, "stats": self.stats}
+
+    def table(self) -> str:
+        """The report as the text table ``aic-compile replay`` prints."""
+        return self._table
+
+    def __repr__(self) -> str:
+        return (f"ReplayResult({self.model} on {self.system}, {self.mode}: "
+                f"{self.requests['completed']} of {self.requests['requests']} requests, "
+                f"TTFT p50 {self.ttft.p50:.3f} ms, TPOT p50 {self.tpot.p50:.3f} ms)")
+
+
+def _workload(requests, concurrency, rate, isl, osl, seed, trace, trace_block_size,
+              speedup) -> dict:
+    if trace is not None:
+        if rate is not None:
+            raise ValueError("rate cannot be combined with trace (the trace's timestamps are the "
+                             "arrivals; use speedup to scale them)")
+        if requests is not None:
+            raise ValueError("requests cannot be combined with trace (every trace line is one "
+                             "request)")
+        path = os.fspath(trace)
+        if not os.path.isfile(path):
+            raise ValueError(f"trace file {path!r} does not exist or is not a file")
+        out: dict = {"kind": "trace", "path": os.path.abspath(path),
+                     "block_size": _positive_int("trace_block_size", trace_block_size)}
+        if concurrency is not None:
+            out["concurrency"] = _positive_int("concurrency", concurrency)
+        if speedup is not None:
+            out["speedup"] = _finite("speedup", speedup, low=0.0, low_open=True)
+        return out
+    if speedup is not None:
+        raise ValueError("speedup applies to a trace only")
+    if (concurrency is None) == (rate is None):
+        raise ValueError("give exactly one arrival process: concurrency (closed loop: N requests "
+                         "in flight) or rate (open loop: Poisson arrivals, requests per second)")
+    if requests is None:
+        raise ValueError("requests (how many requests to replay) is required for a generated "
+                         "workload")
+    if concurrency is not None:
+        arrival = {"closed_loop": {"concurrency": _positive_int("concurrency", concurrency)}}
+    else:
+        arrival = {"open_loop": {"rate_rps": _finite("rate", rate, low=0.0, low_open=True)}}
+    return {"kind": "generated", "requests": _positive_int("requests", requests),
+            "arrival": arrival, "isl": parse_lengths("isl", isl),
+            "osl": parse_lengths("osl", osl),
+            "seed": _positive_int("seed", seed, minimum=0)}
+
+
+def replay(
+    model_path,
+    system_name: str,
+    backend_name: str = "vllm",
+    backend_version: str | None = None,
+    *,
+    mode: str = "agg",
+    requests: int | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    isl=1024,
+    osl=128,
+    seed: int = 0,
+    trace=None,
+    trace_block_size: int = 512,
+    speedup: float | None = None,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    attention_dp_size: int = 1,
+    moe_tp_size: int | None = None,
+    moe_ep_size: int | None = None,
+    gemm_quant_mode: str | None = None,
+    kvcache_quant_mode: str | None = None,
+    fmha_quant_mode: str | None = None,
+    moe_quant_mode: str | None = None,
+    comm_quant_mode: str | None = None,
+    workers: int = 1,
+    prefill_tp_size: int | None = None,
+    prefill_pp_size: int | None = None,
+    prefill_attention_dp_size: int | None = None,
+    prefill_moe_tp_size: int | None = None,
+    prefill_moe_ep_size: int | None = None,
+    decode_tp_size: int | None = None,
+    decode_pp_size: int | None = None,
+    decode_attention_dp_size: int | None = None,
+    decode_moe_tp_size: int | None = None,
+    decode_moe_ep_size: int | None = None,
+    prefill_workers: int = 1,
+    decode_workers: int = 1,
+    handoff_latency_ms: float = 0.0,
+    block_size: int | None = None,
+    gpu_memory_fraction: float | None = None,
+    num_gpu_blocks: int | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    enable_chunked_prefill: bool | None = None,
+    enable_prefix_caching: bool | None = None,
+    timeline: bool = False,
+    per_request: bool = False,
+    database_mode: str = "SILICON",
+    systems_path: str | os.PathLike | None = None,
+) -> ReplayResult:
+    """Replays a workload on a deployment of ``model_path`` and returns a :class:`ReplayResult`.
+
+    The workload is either generated — ``requests`` requests, closed loop at ``concurrency`` in
+    flight or open loop at ``rate`` requests/s (Poisson), lengths ``isl`` / ``osl`` fixed
+    (an integer) or distributed (``"uniform:MIN:MAX"``, ``"normal:MEAN:STD"``), seeded by
+    ``seed`` — or a Mooncake JSONL ``trace`` (``timestamp`` ms, ``input_length``,
+    ``output_length``, ``hash_ids`` of ``trace_block_size`` tokens each; ``concurrency`` caps
+    the requests in flight, ``speedup`` divides the gaps).
+
+    ``mode="agg"``: ``workers`` replicas of one engine (``tp_size`` ... ``moe_ep_size``).
+    ``mode="disagg"``: ``prefill_workers`` prefill and ``decode_workers`` decode replicas, each
+    role with its own sizes (``prefill_*`` / ``decode_*``, default the shared ones), the KV
+    handed over in ``handoff_latency_ms``.
+
+    The KV capacity per rank comes from aic's memory model with the backend's default block
+    size and GPU memory fraction (``block_size``, ``gpu_memory_fraction`` override them;
+    ``num_gpu_blocks`` bypasses the model); the scheduler limits are the backend's defaults
+    unless ``max_num_seqs``, ``max_num_batched_tokens``, ``enable_chunked_prefill`` or
+    ``enable_prefix_caching`` are given. The same seed gives the same result bit for bit.
+
+    Errors: ``ValueError`` naming the argument (or the trace line and field) for a bad input,
+    a prompt longer than the KV capacity, or a parallelism the model does not allow;
+    :class:`ReplayUnavailableError` when the native module has no replay.
+    """
+    if mode not in ("agg", "disagg"):
+        raise ValueError(f"mode must be 'agg' or 'disagg', got {mode!r}")
+    workload = _workload(requests, concurrency, rate, isl, osl, seed, trace, trace_block_size,
+                         speedup)
+    kv: dict = {}
+    if block_size is not None:
+        kv["block_size"] = _positive_int("block_size", block_size)
+    if gpu_memory_fraction is not None:
+        kv["gpu_memory_fraction"] = _finite("gpu_memory_fraction", gpu_memory_fraction,
+                                            low=0.0, high=1.0, low_open=True)
+    if num_gpu_blocks is not None:
+        kv["num_gpu_blocks"] = _positive_int("num_gpu_blocks", num_gpu_blocks)
+    scheduler: dict = {}
+    if max_num_seqs is not None:
+        scheduler["max_num_seqs"] = _positive_int("max_num_seqs", max_num_seqs)
+    if max_num_batched_tokens is not None:
+        scheduler["max_num_batched_tokens"] = _positive_int("max_num_batched_tokens",
+                                                            max_num_batched_tokens)
+    for name, flag in (("enable_chunked_prefill", enable_chunked_prefill),
+                       ("enable_prefix_caching", enable_prefix_caching)):
+        if flag is not None:
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True, False or None, got {flag!r}")
+            scheduler[name] = flag
+    if not isinstance(handoff_latency_ms, (int, float)) or isinstance(handoff_latency_ms, bool):
+        raise ValueError(f"handoff_latency_ms must be a number, got {handoff_latency_ms!r}")
+    handoff = _finite("handoff_latency_ms", handoff_latency_ms, low=0.0)
+    for name, value in (("workers", workers), ("prefill_workers", prefill_workers),
+                        ("decode_workers", decode_workers)):
+        _positive_int(name, value)
+
+    mod = native()
+    if not getattr(mod, "replay_available", lambda: False)():
+        raise ReplayUnavailableError(
+            "this build of aic has no replay: reinstall with the cargo feature `replay` "
+            "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
+
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
+    from .deployment import build_worker, resolve_moe_widths, resolve_version
+
+    root = paths.systems_dir(systems_path)
+    version = resolve_version(root, system_name, backend_name, backend_version, database_mode)
+    is_moe = load_model_config(model_path).family in families.MOE_FAMILIES
+    overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
+                 "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
+                 "comm_quant_mode": comm_quant_mode}
+
+    def role_engine(tp, pp, dp, mtp, mep, runs_context: bool) -> dict:
+        for name, value in (("tp_size", tp), ("pp_size", pp), ("attention_dp_size", dp)):
+            _positive_int(name, value)
+        mtp, mep = resolve_moe_widths(is_moe, tp, dp, mtp, mep)
+        sizes = {"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
+                 "moe_tp_size": mtp, "moe_ep_size": mep}
+        worker = build_worker(model_path, system_name, backend_name, version, root, sizes,
+                              overrides, 0, runs_context, database_mode=database_mode)
+        return _engine(worker["spec"], worker["facts"], kv, scheduler)
+
+    if mode == "agg":
+        deployment = {"kind": "agg", "workers": workers,
+                      "engine": role_engine(tp_size, pp_size, attention_dp_size, moe_tp_size,
+                                            moe_ep_size, True)}
+    else:
+        pick = lambda role, shared: shared if role is None else role  # noqa: E731
+        deployment = {
+            "kind": "disagg",
+            "prefill": role_engine(pick(prefill_tp_size, tp_size), pick(prefill_pp_size, pp_size),
+                                   pick(prefill_attention_dp_size, attention_dp_size),
+                                   pick(prefill_moe_tp_size, moe_tp_size),
+                                   pick(prefill_moe_ep_size, moe_ep_size), True),
+            "prefill_workers": prefill_workers,
+            "decode": role_engine(pick(decode_tp_size, tp_size), pick(decode_pp_size, pp_size),
+                                  pick(decode_attention_dp_size, attention_dp_size),
+                                  pick(decode_moe_tp_size, moe_tp_size),
+                                  pick(decode_moe_ep_size, moe_ep_size), False),
+            "decode_workers": decode_workers,
+            "handoff_latency_ms": handoff,
+        }
+    request = {"mode": deployment, "workload": workload,
+               "options": {"timeline": bool(timeline), "per_request": bool(per_request)}}
+    answer = mod.replay_json(json.dumps(request), os.fspath(root))
+    return ReplayResult(json.loads(answer))
