@@ -109,17 +109,55 @@ def resolve_moe_widths(is_moe: bool, tp, dp, moe_tp, moe_ep):
     return moe_tp, moe_ep
 
 
-def _is_blackwell(root, system: str) -> bool:
-    """``gpu.sm_version >= 100`` in the system's YAML (read by the native system loader, so no
-    YAML parser is imported; cached per process)."""
+def _sm_version(root, system: str) -> int | None:
+    """``gpu.sm_version`` of the system's YAML (read by the native system loader, so no YAML
+    parser is imported; cached per process); ``None`` when the file is unreadable or has none."""
     key = (str(root), system)
     if key not in _SM_CACHE:
         try:
             sm = native().system_sm_version(str(root) if root is not None else None, system)
-        except (ValueError, RuntimeError, OSError):  # an unreadable system file: not Blackwell
+        except (ValueError, RuntimeError, OSError):  # an unreadable system file: no generation
             sm = None
-        _SM_CACHE[key] = sm is not None and sm >= 100
+        _SM_CACHE[key] = sm
     return _SM_CACHE[key]
+
+
+def _is_blackwell(root, system: str) -> bool:
+    """``gpu.sm_version >= 100`` (b200, b300, gb200, gb300, rtx_pro_6000_server)."""
+    sm = _sm_version(root, system)
+    return sm is not None and sm >= 100
+
+
+def _is_hopper(root, system: str) -> bool:
+    """``gpu.sm_version`` 90 (h100, h200)."""
+    sm = _sm_version(root, system)
+    return sm is not None and 90 <= sm < 100
+
+
+def _fp4_expert_moe_mode(model_path, model, backend, root, system) -> str | None:
+    """The serving level's MoE kernel lane of an FP4-expert checkpoint on SGLang (the
+    reference's ``cli_estimate`` and sweep, not its compile function), or ``None``.
+
+    DeepSeek-V4 checkpoints whose routed experts are MXFP4 (``expert_dtype: fp4``, not NVFP4)
+    run ``w4a8_mxfp4_mxfp8_trtllm`` on Blackwell and ``w4a16_mxfp4_cutlass`` on Hopper;
+    ``moonshotai/Kimi-K3`` runs ``w4a8_mxfp4_mxfp8`` on Blackwell (on Hopper its checkpoint's
+    ``w4a16_mxfp4`` stands). The reference skips the rule for its MegaMoE MoE backend, which
+    aic never selects."""
+    from ..compiler.quant import _DSV4_ARCHS, infer_checkpoint_quant
+
+    if backend != "sglang":
+        return None
+    if model.architecture in _DSV4_ARCHS:
+        if infer_checkpoint_quant(model).get("moe_quant_mode") != "w4a8_mxfp4_mxfp8":
+            return None
+        if _is_blackwell(root, system):
+            return "w4a8_mxfp4_mxfp8_trtllm"
+        if _is_hopper(root, system):
+            return "w4a16_mxfp4_cutlass"
+        return None
+    if os.fspath(model_path) == "moonshotai/Kimi-K3" and _is_blackwell(root, system):
+        return "w4a8_mxfp4_mxfp8"
+    return None
 
 
 class _CachingResolver:
@@ -181,11 +219,14 @@ def _context_table(model) -> str:
 
 def resolve_quant_overrides(model_path, model, backend, system, version, root, overrides: dict,
                             runs_context: bool, *, sweep: bool = False) -> dict:
-    """§1.3 rules 3-4 (and the sweep's GPT-OSS rule, §9.1): explicit overrides for compile."""
+    """§1.3 rules 3-4 (and the sweep's GPT-OSS rule, §9.1, and the SGLang FP4-expert MoE
+    rule, :func:`_fp4_expert_moe_mode`): explicit overrides for compile."""
     from ..compiler.quant import infer_checkpoint_quant, resolve_quant
 
     out = dict(overrides)
     blackwell = _is_blackwell(root, system)
+    if out.get("moe_quant_mode") is None:
+        out["moe_quant_mode"] = _fp4_expert_moe_mode(model_path, model, backend, root, system)
     if (sweep and out.get("moe_quant_mode") is None and backend == "trtllm" and blackwell
             and os.fspath(model_path) in ("openai/gpt-oss-120b", "openai/gpt-oss-20b")):
         out["moe_quant_mode"] = "w4a8_mxfp4_mxfp8"
