@@ -27,7 +27,8 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::{
-    guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
+    guarded, guarded_serving, serving_error, EmpiricalNotImplementedError, MissingSystemFlopsError,
+    PerfDataNotAvailableError,
 };
 
 mod surface;
@@ -856,7 +857,7 @@ fn estimate_kv_cache_unbuilt(
 #[pyo3(signature = (request_json, systems_path=None))]
 fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
     let root = systems_root(py, systems_path)?;
-    py.detach(|| guarded(|| aic_core::serving::estimate_json(request_json, Some(&root))))
+    py.detach(|| guarded_serving(|| aic_core::serving::estimate_json(request_json, Some(&root))))
         .map_err(serving_error)
 }
 
@@ -865,7 +866,7 @@ fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<Pat
 /// HYBRID factors, a class scale); `None` when the document is usable.
 #[pyfunction]
 fn check_calibration(text: &str) -> PyResult<()> {
-    guarded(|| aic_core::serving::Calibration::from_json(text).map(|_| ())).map_err(PyErr::from)
+    guarded_serving(|| aic_core::serving::Calibration::from_json(text).map(|_| ())).map_err(PyErr::from)
 }
 
 /// The deployment sweep (spec 50 §9, `cli_default`): `request_json` is an
@@ -875,7 +876,7 @@ fn check_calibration(text: &str) -> PyResult<()> {
 #[pyo3(signature = (request_json, systems_path=None))]
 fn serving_sweep(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
     let root = systems_root(py, systems_path)?;
-    py.detach(|| guarded(|| aic_core::serving::sweep::sweep_json(request_json, Some(&root))))
+    py.detach(|| guarded_serving(|| aic_core::serving::sweep::sweep_json(request_json, Some(&root))))
         .map_err(serving_error)
 }
 
@@ -910,21 +911,6 @@ fn prefetch_tables(
         })
         .unwrap_or(false)
     }))
-}
-
-/// Maps serving errors onto the reference's exception classes; other errors as usual.
-fn serving_error(f: crate::errors::Failure) -> PyErr {
-    use pyo3::exceptions::{PyRuntimeError, PyZeroDivisionError};
-    if let crate::errors::Failure::Core(aic_core::AicError::Serving(e)) = &f {
-        let msg = e.to_string();
-        return match e.python_class() {
-            "RuntimeError" => PyRuntimeError::new_err(msg),
-            "ZeroDivisionError" => PyZeroDivisionError::new_err(msg),
-            "NoFeasibleConfigError" => PyRuntimeError::new_err(msg),
-            _ => PyValueError::new_err(msg),
-        };
-    }
-    PyErr::from(f)
 }
 
 /// Registers everything on the module object.

@@ -44,7 +44,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::engine::LatencyModel;
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::{AicError, Result as CoreResult};
 
 use super::agg::{agg_eval, AggParams};
 use super::disagg::{compose, decode_worker, prefill_worker, DisaggParams, TTFT_FACTOR};
@@ -95,7 +96,7 @@ impl StepCorrection {
         if all.iter().any(|v| !v.is_finite() || *v < 0.0) || self.tpot_scale == 0.0 || self.ttft_scale == 0.0 {
             return Err(AicError::value(format!(
                 "calibration group '{key}': every constant must be finite and non-negative, scales positive"
-            )));
+            )).into());
         }
         Ok(())
     }
@@ -172,21 +173,21 @@ impl Calibration {
             return Err(AicError::value(format!(
                 "calibration constants version {} is not supported (expected 1 or 2)",
                 self.version
-            )));
+            )).into());
         }
         for (key, c) in &self.groups {
             c.check(key)?;
         }
         if let Some(h) = &self.hybrid {
             if ![h.ttft_scale, h.tpot_scale].iter().all(|v| v.is_finite() && *v > 0.0) {
-                return Err(AicError::value("calibration 'hybrid': both scales must be finite and positive"));
+                return Err(AicError::value("calibration 'hybrid': both scales must be finite and positive").into());
             }
         }
         for (key, c) in &self.classes {
             if !c.tpot.is_valid() || !c.ttft.is_valid() {
                 return Err(AicError::value(format!(
                     "calibration group '{key}': every class scale must be finite and non-negative"
-                )));
+                )).into());
             }
         }
         Ok(())
@@ -420,24 +421,24 @@ impl<M: LatencyModel> CalibratedLatencyModel<M> {
 }
 
 impl<M: LatencyModel> LatencyModel for CalibratedLatencyModel<M> {
-    fn prefill_ms(&self, batch: u32, isl: u32, prefix: u32) -> Result<f64> {
+    fn prefill_ms(&self, batch: u32, isl: u32, prefix: u32) -> CoreResult<f64> {
         Ok(self.correction.ttft_scale * self.inner.prefill_ms(batch, isl, prefix)?)
     }
 
-    fn decode_ms(&self, batch: u32, isl: u32, osl: u32) -> Result<f64> {
+    fn decode_ms(&self, batch: u32, isl: u32, osl: u32) -> CoreResult<f64> {
         let steps = f64::from(osl.saturating_sub(1));
         let c = self.correction;
         Ok(c.tpot_scale * self.inner.decode_ms(batch, isl, osl)? + c.tpot_overhead_ms * steps)
     }
 
-    fn decode_step_ms(&self, requests: u32, isl: u32, osl: u32) -> Result<f64> {
+    fn decode_step_ms(&self, requests: u32, isl: u32, osl: u32) -> CoreResult<f64> {
         if requests == 0 {
             return Ok(0.0);
         }
         Ok(self.correction.tpot(self.inner.decode_step_ms(requests, isl, osl)?))
     }
 
-    fn mixed_step_ms(&self, ctx_tokens: u32, gen_requests: u32, isl: u32, osl: u32, prefix: u32) -> Result<f64> {
+    fn mixed_step_ms(&self, ctx_tokens: u32, gen_requests: u32, isl: u32, osl: u32, prefix: u32) -> CoreResult<f64> {
         Ok(self.correction.tpot(self.inner.mixed_step_ms(ctx_tokens, gen_requests, isl, osl, prefix)?))
     }
 }
@@ -552,16 +553,16 @@ mod tests {
 
     struct Fixed;
     impl LatencyModel for Fixed {
-        fn prefill_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn prefill_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(100.0)
         }
-        fn decode_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn decode_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(90.0)
         }
-        fn decode_step_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn decode_step_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(10.0)
         }
-        fn mixed_step_ms(&self, _: u32, _: u32, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn mixed_step_ms(&self, _: u32, _: u32, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(20.0)
         }
     }

@@ -15,6 +15,9 @@
 //! * [`request`] — the JSON request/response surface the bindings use;
 //! * [`sweep`], [`pareto`] — the deployment sweep (§9);
 //! * [`calibrated`] — the calibrated estimate (parity plus fitted corrections, `ACCURACY.md`).
+//!
+//! Errors: every call returns [`Result`] with a [`ServingError`], which wraps the engine's
+//! `AicError` (`ServingError::Core`); the core error type knows nothing of this layer.
 
 pub mod agg;
 pub mod disagg;
@@ -29,7 +32,7 @@ pub mod worker;
 pub mod calibrated;
 pub mod op_classes;
 
-pub use error::ServingError;
+pub use error::{Result, ServingError};
 pub use request::{estimate_json, EstimateRequest};
 pub use row::{Row, Val};
 pub use worker::{Worker, WorkerLabels};

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::engine::{Engine, RunMode};
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::AicError;
 use crate::memory::ModelFacts;
 use crate::spec::EngineSpec;
 
@@ -290,7 +291,7 @@ pub fn estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<St
         }
         other => Err(AicError::value(format!(
             "Unsupported estimate mode: '{other}'. Use 'agg', 'disagg', 'afd', 'static', 'static_ctx', or 'static_gen'."
-        ))),
+        )).into()),
     }
 }
 
@@ -396,7 +397,7 @@ fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Re
         other => {
             return Err(AicError::value(format!(
                 "calibrated estimate: mode '{other}' is not calibrated (use 'agg' or 'disagg')"
-            )))
+            )).into())
         }
     };
     let mut out: Value = serde_json::from_str(&text)

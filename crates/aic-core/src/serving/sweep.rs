@@ -14,7 +14,8 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::AicError;
 use crate::spec::Backend;
 
 use super::agg::{agg_eval, AggParams};
@@ -175,7 +176,7 @@ enum Point {
     OutOfMemory,
 }
 
-fn classify(e: AicError) -> Result<Point> {
+fn classify(e: ServingError) -> Result<Point> {
     if e.is_perf_data_missing() {
         Ok(Point::Miss)
     } else {
@@ -595,7 +596,7 @@ fn sweep_on_pool(req: &SweepRequest, systems_path: Option<&Path>) -> Result<Stri
     }
 
     if experiments.iter().all(|e| e.candidates.is_empty()) {
-        return Err(ServingError::NoFeasibleConfig.into());
+        return Err(ServingError::NoFeasibleConfig);
     }
 
     let targets = PickTargets { tpot: req.tpot, request_latency: req.request_latency.filter(|r| *r > 0.0), top_n: req.top_n };
