@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "py_compile_engine"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import fit_calibration as fitmod  # noqa: E402
-from aic import accuracy  # noqa: E402
+from aic.accuracy import scoring as accuracy  # noqa: E402
 from aic.serving import load_calibration  # noqa: E402
 
 

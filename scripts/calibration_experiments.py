@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py_compile_engine"))
 
-from aic import calibration_fit as fc  # noqa: E402
+from aic.accuracy import calibration_fit as fc  # noqa: E402
 
 CLASSES = ("gemm", "attention", "moe", "comm", "other")
 

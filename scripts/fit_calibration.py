@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py_compile_engine"))
 
-from aic import accuracy  # noqa: E402
-from aic import calibration_fit  # noqa: E402
-from aic.calibration_fit import (  # noqa: E402,F401  (names the tests use)
+from aic.accuracy import scoring as accuracy  # noqa: E402
+from aic.accuracy import calibration_fit  # noqa: E402
+from aic.accuracy.calibration_fit import (  # noqa: E402,F401  (names the tests use)
     CLASS_ROUNDS, FIELDS, IDENTITY, MIN_POOLED_ROWS, MIN_ROWS, NO_HYBRID, cross_validate,
     features, fit, fit_group, fit_groups, fit_groups_and_hybrid, fit_groups_only, fit_hybrid,
     lookup, predict, scored, series_oracle, tpot_model, ttft_model,

@@ -16,10 +16,10 @@ from __future__ import annotations
 #: Front-end names, imported on first use so that ``import aic`` stays cheap for programs that
 #: only load a precompiled spec (``AicEngine.from_spec``): ``name -> (submodule, attribute)``.
 _FRONT_END = {
-    "compile_engine": ("compile", "compile_engine"),
-    "compile_engine_json": ("compile", "compile_engine_json"),
-    "compile_report": ("compile", "compile_report"),
-    "estimate_kv_cache": ("memory", "estimate_kv_cache"),
+    "compile_engine": ("compiler.compile", "compile_engine"),
+    "compile_engine_json": ("compiler.compile", "compile_engine_json"),
+    "compile_report": ("compiler.compile", "compile_report"),
+    "estimate_kv_cache": ("compiler.memory", "estimate_kv_cache"),
     "UnsupportedArchitectureError": ("errors", "UnsupportedArchitectureError"),
     "HeadDivisibilityError": ("errors", "HeadDivisibilityError"),
 }

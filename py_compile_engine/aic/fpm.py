@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .compile import compile_engine
+from .compiler.compile import compile_engine
 
 #: Keys of a compile request that are passed to :func:`aic.compile_engine` positionally.
 _POSITIONAL = ("model_path", "system", "backend")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aic import accuracy
+from aic.accuracy import scoring as accuracy
 from aic.cli import main
 
 SILICON = Path(__file__).resolve().parents[2] / "data" / "silicon"

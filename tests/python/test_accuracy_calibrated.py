@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aic import accuracy
+from aic.accuracy import scoring as accuracy
 from aic.cli import main
 from aic.serving import estimate, load_calibration
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from aic.errors import UnsupportedArchitectureError
-from aic.hf_config import RawConfig, load_model_config, load_raw_config, parse_model_config, preprocess
-from aic.quant import dtype_name, infer_checkpoint_quant, moe_dtype_name, resolve_quant
+from aic.compiler.hf_config import RawConfig, load_model_config, load_raw_config, parse_model_config, preprocess
+from aic.compiler.quant import dtype_name, infer_checkpoint_quant, moe_dtype_name, resolve_quant
 
 # spec 30 §2.3 worked parse results: L, h, n, n_kv, d, I, vocab, E, topk, MI
 PARSE_TABLE = {

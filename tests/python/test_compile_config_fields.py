@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import FixedResolver
 
-from aic.compile import compile_report
-from aic.families import _BUILDERS, BuildContext
-from aic.hf_config import load_model_config
+from aic.compiler.compile import compile_report
+from aic.compiler.families import _BUILDERS, BuildContext
+from aic.compiler.hf_config import load_model_config
 
 MODEL_CONFIGS = Path(__file__).resolve().parents[2] / "data" / "model_configs"
 
@@ -136,7 +136,7 @@ def test_every_family_module_is_covered():
 def test_shipped_configs_still_build(path):
     """No shipped config trips a field check, on any backend, at tp 1 or 8."""
     model = load_model_config(str(path))
-    module = importlib.import_module(f"aic.families.{_BUILDERS[model.family]}")
+    module = importlib.import_module(f"aic.compiler.families.{_BUILDERS[model.family]}")
     for backend in ("trtllm", "vllm", "sglang"):
         for tp in (1, 8):
             ctx = BuildContext(backend, tp, 1, 1, 1, tp, 0, "bfloat16", "bfloat16", "bfloat16",

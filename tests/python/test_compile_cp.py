@@ -13,8 +13,8 @@ import json
 import pytest
 from conftest import GOLDENS, FixedResolver, GoldenResolver, compile_args, native_available
 
-from aic.compile import compile_report
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.parity.runner import diff_json
 
 with open(GOLDENS / "cp.json", encoding="utf-8") as fh:
     ALL = json.load(fh)["cases"]
@@ -340,7 +340,7 @@ def test_deepseek_prefill_through_the_chain():
     ("openai/gpt-oss-120b", {"cp_size": 2, "moe_ep_size": 2}, (None, 73728, 2653570)),
 ])
 def test_memory_worked_examples(model, kwargs, expected):
-    from aic.memory import estimate_kv_cache
+    from aic.compiler.memory import estimate_kv_cache
 
     est = estimate_kv_cache(model, "h200_sxm", "sglang", **kwargs)
     got = (est["total_kv_size_bytes"], est["kv_size_per_token_bytes"], est["total_kv_size_tokens"])
@@ -351,7 +351,7 @@ def test_memory_worked_examples(model, kwargs, expected):
 
 @needs_native
 def test_memory_reports_cp_refusals_as_unbuildable():
-    from aic.memory import estimate_kv_cache
+    from aic.compiler.memory import estimate_kv_cache
 
     with pytest.raises(ValueError) as info:
         estimate_kv_cache("Qwen/Qwen3-32B", "h200_sxm", "trtllm", cp_size=2)

@@ -9,8 +9,8 @@ import json
 import pytest
 from conftest import GoldenResolver, compile_args, first_lanes, golden_cases, llama_cases
 
-from aic.compile import compile_report
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.parity.runner import diff_json
 
 CASES = llama_cases()
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families.deepseekv32 import full_frac
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families.deepseekv32 import full_frac
+from aic.parity.runner import diff_json
 
 CASES = [c for c in golden_cases("dsa") if c["resolved"]]
 
@@ -106,7 +106,7 @@ def test_dsa_goldens_agree_with_reference():
     pytest.importorskip("aic._aic", reason="needs the native module (pip install .)")
     from pathlib import Path
 
-    from aic import parity
+    from aic.parity import runner as parity
 
     goldens = Path(__file__).resolve().parents[2] / "goldens"
     report = parity.run_parity(parity.select_cases(parity.load_cases(goldens), family="dsa"))

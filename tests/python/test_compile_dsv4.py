@@ -10,11 +10,11 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families.deepseekv4 import attention_groups
-from aic.hf_config import load_model_config
-from aic.memory import model_facts
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families.deepseekv4 import attention_groups
+from aic.compiler.hf_config import load_model_config
+from aic.compiler.memory import model_facts
+from aic.parity.runner import diff_json
 
 CASES = [c for c in golden_cases("dsv4") if c["resolved"]]
 

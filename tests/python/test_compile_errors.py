@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import FixedResolver, family_not_built
 
-from aic.compile import compile_report
+from aic.compiler.compile import compile_report
 from aic.errors import HeadDivisibilityError, UnsupportedArchitectureError
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import FixedResolver
 
-from aic.compile import compile_report
-from aic.families.llama import mtp_multiplier
+from aic.compiler.compile import compile_report
+from aic.compiler.families.llama import mtp_multiplier
 from aic.paths import model_configs_path
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families import hybridmoe
-from aic.hf_config import load_model_config
-from aic.memory import model_facts
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families import hybridmoe
+from aic.compiler.hf_config import load_model_config
+from aic.compiler.memory import model_facts
+from aic.parity.runner import diff_json
 
 MODEL_CONFIGS = Path(__file__).resolve().parents[2] / "data" / "model_configs"
 

@@ -10,9 +10,9 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families.deepseek import excluded_groups, exclusion_patterns
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families.deepseek import excluded_groups, exclusion_patterns
+from aic.parity.runner import diff_json
 
 CASES = [c for name in ("mla", "edge") for c in golden_cases(name)
          if c["resolved"] and c["resolved"]["model_family"] == "DEEPSEEK"]

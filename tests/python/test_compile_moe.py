@@ -10,8 +10,8 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.parity.runner import diff_json
 
 
 def _family_cases(files, family):

@@ -10,9 +10,9 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families import nemotronh, nemotronnas
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families import nemotronh, nemotronnas
+from aic.parity.runner import diff_json
 
 CASES = [c for c in golden_cases("nemotron") if c["compile_error"] is None]
 ERRORS = [c for c in golden_cases("nemotron") if c["compile_error"] is not None]

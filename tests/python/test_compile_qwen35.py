@@ -9,11 +9,11 @@ import json
 import pytest
 from conftest import FixedResolver, GoldenResolver, compile_args, golden_cases
 
-from aic.compile import compile_report
-from aic.families import qwen35
-from aic.hf_config import load_model_config
-from aic.memory import model_facts
-from aic.parity import diff_json
+from aic.compiler.compile import compile_report
+from aic.compiler.families import qwen35
+from aic.compiler.hf_config import load_model_config
+from aic.compiler.memory import model_facts
+from aic.parity.runner import diff_json
 
 CASES = [c for c in golden_cases("qwen35") if c["compile_error"] is None]
 ERRORS = [c for c in golden_cases("qwen35") if c["compile_error"] is not None]

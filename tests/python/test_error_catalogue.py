@@ -140,7 +140,7 @@ def _serving(**kwargs):
 
 
 def _sweep_infeasible():
-    from aic.serving_sweep import sweep
+    from aic.serving.sweep import sweep
 
     return sweep("Qwen/Qwen3-8B", 1, "h100_sxm", "vllm", isl=1000, osl=100, ttft=1.0)
 

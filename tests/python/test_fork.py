@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import aic
-from aic.serving_sweep import sweep
+from aic.serving.sweep import sweep
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork start method: Linux")
 
@@ -49,7 +49,7 @@ def test_a_fork_during_a_table_prefetch_waits_for_it():
     for the load instead of handing the child a table slot that stays taken."""
     from aic import paths
     from aic._native import native
-    from aic.serving import resolve_version
+    from aic.serving.deployment import resolve_version
 
     root = paths.systems_dir()
     version = resolve_version(root, "b200_sxm", "trtllm", None)

@@ -6,9 +6,9 @@ import inspect
 
 import pytest
 
-from aic.compile import compile_engine, compile_engine_json, compile_report
-from aic.forwarding import forwards_keywords_of
-from aic.memory import estimate_kv_cache
+from aic.compiler.compile import compile_engine, compile_engine_json, compile_report
+from aic.compiler.forwarding import forwards_keywords_of
+from aic.compiler.memory import estimate_kv_cache
 
 
 def _target(a, *, x: int = 1, y: str | None = None, hidden: bool = False):

@@ -13,18 +13,18 @@ import json
 import subprocess
 import sys
 
-from aic.compile import CompileResult
-from aic.hf_config import ModelConfig, load_model_config
-from aic.parallel import Parallel
-from aic.quant import QuantModes
+from aic.compiler.compile import CompileResult
+from aic.compiler.hf_config import ModelConfig, load_model_config
+from aic.compiler.parallel import Parallel
+from aic.compiler.quant import QuantModes
 
 HEAVY = ("inspect", "dataclasses", "typing", "pathlib")
 
 _CHILD = r"""
 import json, sys
-from aic.serving_sweep import sweep
-from aic.compile import compile_report
-from aic.memory import model_facts
+from aic.serving.sweep import sweep
+from aic.compiler.compile import compile_report
+from aic.compiler.memory import model_facts
 result = compile_report("Qwen/Qwen3-8B", "h100_sxm", "sglang", tp_size=2)
 model_facts(result.model)
 # a family with the MLA and shared-expert records too

@@ -101,8 +101,8 @@ def test_bad_fraction_kind():
 
 def test_native_functions_take_json():
     from aic import _aic
-    from aic.compile import compile_report
-    from aic.memory import model_facts
+    from aic.compiler.compile import compile_report
+    from aic.compiler.memory import model_facts
 
     result = compile_report("Qwen/Qwen3-8B", "h200_sxm", "vllm")
     request = {"max_num_tokens": 8192, "max_batch_size": 256,

@@ -9,8 +9,8 @@ import math
 import pytest
 from conftest import GOLDENS, GoldenResolver, family_not_built, golden_cases, native_available
 
-from aic import parity
-from aic.compile import compile_report
+from aic.parity import runner as parity
+from aic.compiler.compile import compile_report
 
 
 # ------------------------------------------------------------------------------ comparisons

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("aic._aic", reason="needs the native module (pip install .)")
 
-from aic import parity  # noqa: E402
+from aic.parity import runner as parity  # noqa: E402
 
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from aic.cli import main  # noqa: E402
 from aic.serving import estimate  # noqa: E402
-from aic.serving_sweep import cp_sizes, parallel_layouts, sweep  # noqa: E402
+from aic.serving.sweep import cp_sizes, parallel_layouts, sweep  # noqa: E402
 
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from aic import AicEngine, _aic, compile_engine, estimate_kv_cache
 from aic.cli import main
-from aic.support import probe, summary_counts, support_matrix
+from aic.serving.support import probe, summary_counts, support_matrix
 
 DATA_LESS = ("a100_pcie", "a30", "h100_pcie", "l4")
 WITH_DATA = ("a100_sxm", "b200_sxm", "b300_sxm", "b60", "gb200", "gb300", "h100_sxm", "h200_sxm",

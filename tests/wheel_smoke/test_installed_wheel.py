@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import aic
-from aic import AicEngine, compile_engine, parity
+from aic import AicEngine, compile_engine
+from aic.parity import runner as parity
 from aic import _aic
 
 #: One case per golden family, plus a second dense backend: compile + every recorded query.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import paths
+from .. import paths
 from .compile import INTERNAL_KEYWORDS, compile_report
 from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config

@@ -12,10 +12,10 @@ import gc
 import json
 import os
 
-from . import paths
-from .parallel import CP_FAMILIES
-from ._native import native
-from .serving import (
+from .. import paths
+from ..compiler.parallel import CP_FAMILIES
+from .._native import native
+from .deployment import (
     NoFeasibleConfigError,
     _resolve_nextn,
     build_worker,
@@ -83,7 +83,7 @@ def _prefetch(root, system: str, backend: str, version, database_mode) -> None:
     """Starts loading the database's GEMM and communication tables in the background
     (``aic._aic.prefetch_tables``), so the load overlaps the compile of the layouts instead of
     following it. Best effort: the engines load whatever is not loaded yet."""
-    from .spec_builder import shared_layer_enabled
+    from ..compiler.spec_builder import shared_layer_enabled
 
     if version is None:
         return
@@ -135,8 +135,8 @@ def sweep(
     ``parallel``, batch sizes, ...), ready for ``pandas.DataFrame``. Raises
     :class:`aic.serving.NoFeasibleConfigError` (a ``RuntimeError``) when nothing fits.
     """
-    from . import families
-    from .hf_config import load_model_config
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
 
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     root = paths.systems_dir(systems_path)

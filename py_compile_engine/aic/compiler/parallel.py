@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from .errors import HeadDivisibilityError
+from ..errors import HeadDivisibilityError
 
 # The compile path's records are named tuples, not dataclasses: ``dataclasses`` imports
 # ``inspect`` (with ``ast``, ``dis``, ``tokenize``), about a tenth of a short sweep's process.

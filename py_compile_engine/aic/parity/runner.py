@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .errors import UnsupportedArchitectureError
-from .parity_serving import FAMILY as SERVING_FAMILY
-from .parity_serving import SERVING_FORMAT
-from .parity_surface import SURFACE_FORMAT, surface_cases
+from ..errors import UnsupportedArchitectureError
+from .serving import FAMILY as SERVING_FAMILY
+from .serving import SERVING_FORMAT
+from .surface import SURFACE_FORMAT, surface_cases
 
 GOLDEN_FORMAT = "aic-goldens/1"
 DEFAULT_RTOL = 1e-9
@@ -105,8 +105,8 @@ def case_model_family(case: dict) -> str | None:
     if resolved:
         return resolved.get("model_family")
     try:
-        from .families import FAMILY_BY_ARCH
-        from .hf_config import load_raw_config, preprocess
+        from ..compiler.families import FAMILY_BY_ARCH
+        from ..compiler.hf_config import load_raw_config, preprocess
 
         raw = load_raw_config(case["compile"]["model"])
         archs = preprocess(raw).get("architectures") or [None]
@@ -410,7 +410,7 @@ def diff_memory_value(ours, ref: dict) -> list[str]:
 
 
 def _default_memory_fn(*args, **kwargs):
-    from .memory import estimate_kv_cache
+    from ..compiler.memory import estimate_kv_cache
 
     return estimate_kv_cache(*args, **kwargs)
 
@@ -475,8 +475,8 @@ def _native_engine_loader(systems_path: str | None) -> Callable[[str], Any]:
     """Encodes the spec JSON exactly as ``compile_engine`` does and loads it into ``AicEngine``."""
 
     def load(spec_json: str):
-        from .compile import native
-        from .paths import systems_path as find_systems
+        from ..compiler.compile import native
+        from ..paths import systems_path as find_systems
 
         blob = bytes(native().encode_spec(spec_json))
         return native().AicEngine.from_spec(blob, systems_path=str(find_systems(systems_path)))
@@ -495,12 +495,12 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
     ``memory`` check; ``None`` leaves the memory record out.
     """
     if case.get("_serving"):
-        from .parity_serving import run_serving_case
+        from .serving import run_serving_case
 
         run_serving_case(case, report, systems_path=systems_path)
         return
     if case.get("_surface"):
-        from .parity_surface import run_surface_case
+        from .surface import run_surface_case
 
         run_surface_case(case, report, systems_path=systems_path)
         return
@@ -512,7 +512,7 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
 
 def _run_compile_and_queries(case: dict, report: Report, *, systems_path: str | None,
                              compile_fn: Callable | None, engine_loader: Callable | None) -> None:
-    from .compile import compile_report
+    from ..compiler.compile import compile_report
 
     family = case.get("family") or case.get("_file", "?")
     cid = case["id"]

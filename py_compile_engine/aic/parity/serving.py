@@ -69,7 +69,7 @@ def diff_values(ours: Any, ref: Any, path: str, rtol: float) -> list[str]:
 
 def check_estimate(case: dict, rtol: float, systems_path=None) -> tuple[bool, str]:
     """Runs one estimate case; ``(passed, detail)``."""
-    from .serving import estimate
+    from ..serving.deployment import estimate
 
     kwargs = dict(case["kwargs"])
     try:
@@ -95,14 +95,14 @@ def check_estimate(case: dict, rtol: float, systems_path=None) -> tuple[bool, st
 
 def run_serving_case(case: dict, report, *, systems_path=None) -> None:
     """Appends the case's one check to a :class:`aic.parity.Report`."""
-    from .parity import Check
+    from .runner import Check
 
     kind = case["_serving"]
     try:
         if kind == "estimate":
             passed, detail = check_estimate(case, report.rtol, systems_path)
         else:
-            from .serving_sweep import check_sweep
+            from ..serving.sweep import check_sweep
 
             passed, detail = check_sweep(case, systems_path)
     except Exception as exc:  # noqa: BLE001 - a harness failure is a failed check

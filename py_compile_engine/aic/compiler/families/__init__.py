@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a short 
 if TYPE_CHECKING:
     from typing import Callable
 
-from ..errors import UnsupportedArchitectureError
+from ...errors import UnsupportedArchitectureError
 
 #: The reference's family label for every architecture it accepts (spec 30 §0 and §12).
 FAMILY_BY_ARCH: dict[str, str] = {

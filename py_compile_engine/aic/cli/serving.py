@@ -15,7 +15,7 @@ import time
 
 import click
 
-from .cli import CONTEXT_SETTINGS, main
+from .engine import CONTEXT_SETTINGS, main
 
 _SERVING_OPTIONS = [
     click.Option(["--mode"], type=click.Choice(["static", "static_ctx", "static_gen", "agg",
@@ -70,7 +70,7 @@ def _table(rows: list[dict], columns: list[str]) -> list[str]:
 
 
 def _serving_estimate(ctx, model, kwargs) -> None:
-    from .serving import estimate
+    from ..serving.deployment import estimate
 
     if not model or not kwargs.get("system") or not kwargs.get("backend"):
         raise click.UsageError("--mode needs MODEL, --system and --backend")
@@ -231,7 +231,7 @@ def sweep_cmd(ctx, model, system, backend, backend_version, total_gpus, isl, osl
               tpot, request_latency, nextn, nextn_accepted, top_n, as_json, plot_file,
               no_terminal_plot):
     """Best deployments of MODEL on a GPU budget: agg and disagg sweeps, Pareto fronts, picks."""
-    from .serving_sweep import sweep
+    from ..serving.sweep import sweep
 
     done = threading.Event()
 

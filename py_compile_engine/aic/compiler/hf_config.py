@@ -24,8 +24,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.
 if TYPE_CHECKING:
     from typing import Any
 
-from . import paths
-from .errors import UnsupportedArchitectureError
+from .. import paths
+from ..errors import UnsupportedArchitectureError
 from .families import FAMILY_BY_ARCH, NESTED_TEXT_KEY, QK_NORM_ARCHS, supported_architectures
 
 #: Configs the reference does not list among its built-in ids although it ships them; it reaches

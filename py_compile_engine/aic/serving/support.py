@@ -18,10 +18,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
-from . import families, paths
-from ._native import native
-from .errors import UnsupportedArchitectureError
-from .hf_config import load_model_config
+from .. import paths
+from ..compiler import families
+from .._native import native
+from ..errors import UnsupportedArchitectureError
+from ..compiler.hf_config import load_model_config
 
 BACKENDS = ("trtllm", "sglang", "vllm")
 
@@ -83,7 +84,7 @@ def probe(model: str, system: str, backend: str, *, tp: int = 1, systems_path=No
           model_configs_path=None, version: str | None = None,
           catalogue: dict | None = None) -> SupportCell:
     """Compiles ``model`` for (system, backend) and runs the two probe estimates."""
-    from .compile import compile_report
+    from ..compiler.compile import compile_report
 
     mod = native()
     root = str(paths.systems_path(systems_path))

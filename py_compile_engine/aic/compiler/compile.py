@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from . import families, paths
+from .. import paths
+from . import families
 from .families import BuildContext
-from ._native import native
+from .._native import native
 from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config
 from .parallel import apply_defaults, check_cp, resolve_parallel, validate_nextn

@@ -16,7 +16,7 @@ import time
 
 import click
 
-from .cli import CONTEXT_SETTINGS, main
+from .engine import CONTEXT_SETTINGS, main
 
 _HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
          "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
@@ -92,8 +92,8 @@ class _Progress:
 @click.pass_context
 def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json):
     """Estimates every measured deployment of ROWS and reports how close the estimate is."""
-    from . import accuracy
-    from .serving import load_calibration
+    from ..accuracy import scoring as accuracy
+    from ..serving.deployment import load_calibration
 
     calibration = None
     if calibration_file:
@@ -145,7 +145,7 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
     estimates of the rows with the new constants (fitted on the same rows, so optimistic;
     `--cv` adds the honest leave-one-family-out figures).
     """
-    from . import accuracy, calibration_fit
+    from ..accuracy import calibration_fit, scoring as accuracy
 
     systems_path = ctx.obj.get("systems_path")
     rows = accuracy.load_rows(rows_file)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from . import paths
-from .spec_builder import DATABASE_MODES
+from .. import paths
+from ..compiler.spec_builder import DATABASE_MODES
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -73,7 +73,7 @@ def _write_output(output: str, data: bytes | str, model) -> None:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
@@ -153,7 +153,7 @@ _COMPILE_KEYS = (
 
 
 def _compile_json(model, system, backend, systems_path, kwargs) -> str:
-    from .compile import compile_engine_json
+    from ..compiler.compile import compile_engine_json
 
     if not system or not backend:
         raise click.UsageError("--system and --backend are required to compile a model")
@@ -166,7 +166,7 @@ def _compile_json(model, system, backend, systems_path, kwargs) -> str:
 
 def _load_engine(ctx, model, spec_file, kwargs):
     """An AicEngine from ``--spec FILE`` or by compiling MODEL; returns (engine, spec_json|None)."""
-    from .compile import native
+    from ..compiler.compile import native
 
     systems_path = _systems_path(ctx, kwargs.get("local_systems_path"))
     try:
@@ -226,7 +226,7 @@ def compile_cmd(ctx, model, output, as_json, **kwargs):
     if as_json:
         _write_output(output, spec_json + "\n", model)
     else:
-        from .compile import native
+        from ..compiler.compile import native
 
         try:
             blob = bytes(native().encode_spec(spec_json))
@@ -464,7 +464,7 @@ def _gib(value: int) -> str:
 @click.pass_context
 def memory_cmd(ctx, model, isl, osl, as_json, local_systems_path, **kwargs):
     """Per-GPU memory split and KV-cache capacity of MODEL on a deployment."""
-    from .memory import estimate_kv_cache, max_concurrent_requests
+    from ..compiler.memory import estimate_kv_cache, max_concurrent_requests
 
     if (isl is None) != (osl is None):
         raise click.UsageError("give both --isl and --osl, or neither")
@@ -529,7 +529,7 @@ def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_jso
 
     The last line is exactly `N passed, M failed`; the exit status is 1 on any failure.
     """
-    from . import parity
+    from ..parity import runner as parity
 
     systems_path = _systems_path(ctx, local_systems_path)
     try:
@@ -578,7 +578,7 @@ def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local
     unsupported-architecture, no-perf-data, missing-flops, missing-data (a table, slice or
     anchor), invalid-deployment.
     """
-    from .support import PREFILL_PROBE, DECODE_PROBE, summary_counts, support_matrix
+    from ..serving.support import PREFILL_PROBE, DECODE_PROBE, summary_counts, support_matrix
 
     systems_path = _systems_path(ctx, local_systems_path)
     try:
@@ -620,7 +620,7 @@ def data_import_cmd(src, dest):
     SRC is an aic-data folder (systems/ + model_configs/) or an installed reference's systems/
     folder (model_configs/ beside it is used when present).
     """
-    from .data_import import import_data
+    from ..data_import import import_data
 
     try:
         summary = import_data(src, dest)
@@ -661,7 +661,7 @@ def _slots_text(entry: dict) -> str:
 
 def _show_systems(systems_path, as_json: bool) -> None:
     """``data show`` without a system: every system with its backends and version slots."""
-    from .compile import native
+    from ..compiler.compile import native
 
     try:
         listing = json.loads(native().systems_catalogue_json(systems_path))
@@ -709,7 +709,7 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
     components (distinct counts), each axis as min..max x distinct values, and the framework
     versions of the files that contributed rows (listed under "sources").
     """
-    from .compile import native
+    from ..compiler.compile import native
 
     if system is None:
         _show_systems(_systems_path(ctx, local_systems_path), as_json)
@@ -746,9 +746,9 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
 
 
 # Serving-level commands (estimate --mode, sweep) live in their own module.
-from . import cli_serving  # noqa: E402,F401
+from . import serving  # noqa: E402,F401
 # The accuracy command (measured deployments vs estimates) lives in its own module.
-from . import cli_accuracy  # noqa: E402,F401
+from . import accuracy  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -18,8 +18,8 @@ import json
 import math
 import os
 
-from . import paths
-from ._native import native
+from .. import paths
+from .._native import native
 
 MODES = ("static", "static_ctx", "static_gen", "agg", "disagg")
 BACKENDS = ("trtllm", "vllm", "sglang")
@@ -38,7 +38,7 @@ class NoFeasibleConfigError(RuntimeError):
 def _resolve_nextn(model_path, nextn, nextn_accepted):
     """Rule 2 of §1.2: ``nextn`` (``"auto"`` = the checkpoint's MTP depth) and its acceptance."""
     if nextn == "auto":
-        from .hf_config import load_model_config
+        from ..compiler.hf_config import load_model_config
 
         raw = load_model_config(model_path).raw or {}
         nextn = int(raw.get("num_nextn_predict_layers") or 0)
@@ -127,7 +127,7 @@ class _CachingResolver:
     system / backend / version for every layout)."""
 
     def __init__(self):
-        from .compile import NativeResolver
+        from ..compiler.compile import NativeResolver
 
         self._inner = NativeResolver()
         self._versions: dict = {}
@@ -182,7 +182,7 @@ def _context_table(model) -> str:
 def resolve_quant_overrides(model_path, model, backend, system, version, root, overrides: dict,
                             runs_context: bool, *, sweep: bool = False) -> dict:
     """§1.3 rules 3-4 (and the sweep's GPT-OSS rule, §9.1): explicit overrides for compile."""
-    from .quant import infer_checkpoint_quant, resolve_quant
+    from ..compiler.quant import infer_checkpoint_quant, resolve_quant
 
     out = dict(overrides)
     blackwell = _is_blackwell(root, system)
@@ -220,9 +220,9 @@ def build_worker(model_path, system, backend, version, root, sizes: dict, overri
     ``memo`` (one dict per sweep) shares the worker between calls whose sizes and resolved
     quant modes are equal (a decode layout usually compiles to the same spec as the agg layout
     of the same sizes); everything else a call depends on is fixed within one sweep."""
-    from .compile import compile_report
-    from .hf_config import load_model_config
-    from .memory import model_facts
+    from ..compiler.compile import compile_report
+    from ..compiler.hf_config import load_model_config
+    from ..compiler.memory import model_facts
 
     model = load_model_config(model_path)
     quant = resolve_quant_overrides(model_path, model, backend, system, version, root, overrides,
@@ -350,8 +350,8 @@ def estimate(
                             ("decode_num_workers", decode_num_workers)):
             if value is None:
                 raise ValueError(f"{name} is required for disagg mode.")
-    from . import families
-    from .hf_config import load_model_config
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
 
     is_moe = load_model_config(model_path).family in families.MOE_FAMILIES
     overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,

@@ -103,13 +103,13 @@ def _table_view_summary(text: str | None, ref: dict | None) -> Any:
 
 
 def _native():
-    from ._native import native
+    from .._native import native
 
     return native()
 
 
 def _signature_checks(case: dict, report) -> None:
-    from .parity import Check
+    from .runner import Check
 
     module = _native()
     for name, entry in case["signatures"].items():
@@ -154,7 +154,7 @@ def _case_call(engine, case: dict, record: dict):
 
 
 def _record_check(report, case: dict, index: int, record: dict, call) -> None:
-    from .parity import Check
+    from .runner import Check
 
     try:
         ours, exc = call(), None
@@ -171,7 +171,7 @@ def _record_check(report, case: dict, index: int, record: dict, call) -> None:
 
 
 def _compile(case: dict, systems_path):
-    from .compile import compile_engine_json
+    from ..compiler.compile import compile_engine_json
 
     spec = dict(case["compile"])
     model, system, backend = spec.pop("model"), spec.pop("system"), spec.pop("backend")
@@ -180,7 +180,7 @@ def _compile(case: dict, systems_path):
 
 def run_surface_case(case: dict, report, *, systems_path=None) -> None:
     """Appends the case's checks to a :class:`aic.parity.Report`."""
-    from .parity import Check
+    from .runner import Check
 
     kind = case["_surface"]
     if kind == "signatures":
@@ -196,7 +196,7 @@ def run_surface_case(case: dict, report, *, systems_path=None) -> None:
         problems = diff({"context": spec["context_ops"], "generation": spec["generation_ops"]},
                         {"context": case["spec"]["context_ops"], "generation": case["spec"]["generation_ops"]},
                         report.rtol)
-        from .paths import systems_path as find_systems
+        from ..paths import systems_path as find_systems
 
         blob = bytes(_native().engine_spec_bincode_from_json(spec_json))
         engine = _native().AicEngine.from_spec(blob, systems_path=str(find_systems(systems_path)))

@@ -165,7 +165,7 @@ def _reference_class(exc: BaseException) -> str:
 def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
                 calibration=None) -> Prediction:
     """Estimates one row (parity mode, or the calibrated mode with ``calibrated=True``)."""
-    from .serving import estimate
+    from ..serving.deployment import estimate
 
     _, alias = model_for(row["model_path"])
     pred = Prediction(id=row.get("id", ""), model_alias=alias)

@@ -39,7 +39,7 @@ import math
 import os
 import statistics
 
-from . import accuracy
+from . import scoring as accuracy
 
 MIN_ROWS = 30  # an exact system/backend/mode group needs this many rows
 MIN_POOLED_ROWS = 10  # a pooled */backend/... group needs this many (*/*/* always fitted)

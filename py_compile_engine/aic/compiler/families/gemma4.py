@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import config_checks, ops
-from ..errors import ConfigKeyError
+from ...errors import ConfigKeyError
 from ..hf_config import ModelConfig, ceil_div
 from ..parallel import check_experts, check_heads
 from . import BuildContext
