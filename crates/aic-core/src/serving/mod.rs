@@ -8,6 +8,7 @@
 //! their per-op lists, applies the reference's formulas in the reference's float order, and
 //! keeps the reference's result rows (column order, int/float kinds, `round(3)`).
 //!
+//! * [`checks`] — the domain checks of the serving and sweep requests;
 //! * [`numeric`] — Python float floor division and the two roundings the reference applies;
 //! * [`row`] — ordered result rows;
 //! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
@@ -17,6 +18,7 @@
 //! * [`calibrated`] — the calibrated estimate (parity plus fitted corrections, `ACCURACY.md`).
 
 pub mod agg;
+pub mod checks;
 pub mod disagg;
 pub mod error;
 pub mod numeric;
