@@ -248,7 +248,7 @@ def main(argv=None) -> int:
            "### The constants and what they mean", "",
            "| constant | physical meaning |", "|---|---|"]
     md += [f"| `{k}` | {v} |" for k, v in MEANINGS]
-    md += ["", "Fitted by `scripts/fit_calibration.py` (the fit of `aic.calibration_fit`, which "
+    md += ["", "Fitted by `scripts/fit_calibration.py` (the fit of `aic.accuracy.calibration_fit`, which "
            "`aic-compile calibrate --rows FILE --out FILE [--cv]` runs on any measured sample; a "
            "deterministic grid search minimising "
            "the median APE per group; scales are median ratios) on this half only and stored in "

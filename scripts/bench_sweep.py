@@ -25,7 +25,7 @@ from pathlib import Path
 CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from aic.serving.sweep import sweep
+from aic.serving_sweep import sweep
 kw = json.loads(sys.argv[1])
 m, g, s = kw.pop("model_path"), kw.pop("total_gpus"), kw.pop("system")
 out = sweep(m, g, s, **kw)

@@ -5,11 +5,11 @@ Usage (from the repo root, with the aic extension built):
 
     python scripts/fit_calibration.py [--rows data/silicon/calibration.csv] [--out FILE] [--cv]
 
-The fit lives in :mod:`aic.calibration_fit` (also behind ``aic-compile calibrate``, which fits
-constants on any measured sample); this script makes the shipped file: its provenance names the
-sample by its repo path, and writing ``data/calibration/serving.json`` refreshes
+The fit lives in :mod:`aic.accuracy.calibration_fit` (also behind ``aic-compile calibrate``, which
+fits constants on any measured sample); this script makes the shipped file: its provenance names
+the sample by its repo path, and writing ``data/calibration/serving.json`` refreshes
 ``data/SHA256SUMS.accuracy``. What the fit does: see the module documentation of
-:mod:`aic.calibration_fit`.
+:mod:`aic.accuracy.calibration_fit`.
 """
 
 from __future__ import annotations

@@ -302,3 +302,66 @@ def test_version_option_is_looked_up_on_demand():
     code = "import sys, aic.cli; print('importlib.metadata' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------ lazy command group
+
+
+def test_help_lists_every_command_with_its_one_line_help():
+    """``--help`` lists each command of the lazy group with the one-line help the command
+    carries once loaded: the list cannot drift from the commands."""
+    import click
+
+    from aic.cli import COMMANDS
+
+    result = _run("--help")
+    listing = result.output.split("Commands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listing if line.strip()] == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(click.Context(main), name)
+        assert isinstance(command, click.Command) and command.name == name
+        short = command.get_short_help_str(limit=200)
+        assert short == COMMANDS[name][2] and len(short) <= 65, name
+        assert any(line.split(None, 1) == [name, short] for line in listing), (name, listing)
+
+
+_IMPORTED = r"""
+import json, sys
+from aic.cli import main
+try:
+    main(sys.argv[1:], prog_name="aic-compile")
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("aic."))))
+"""
+
+
+def _imported_by(*args) -> set:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _IMPORTED, *args], capture_output=True,
+                         text=True, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_command_imports_only_its_own_module():
+    command_modules = {"aic.cli.accuracy", "aic.cli.data", "aic.cli.engine", "aic.cli.memory",
+                       "aic.cli.parity", "aic.cli.serving", "aic.cli.support", "aic.cli.sweep"}
+    assert _imported_by("--help") & command_modules == set()
+    sweep = _imported_by("sweep", "--help")
+    assert sweep & command_modules == {"aic.cli.sweep"}
+    # the sweep's help needs neither the compiler nor the serving level
+    assert not any(m.startswith(("aic.compiler", "aic.serving")) for m in sweep), sorted(sweep)
+    assert _imported_by("data", "--help") & command_modules == {"aic.cli.data"}
+    assert _imported_by("estimate", "--help") & command_modules == {"aic.cli.engine",
+                                                                    "aic.cli.serving"}
+
+
+def test_python_dash_m_runs_the_command_line():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "aic.cli", "--help"], capture_output=True,
+                         text=True, check=True)
+    assert "sweep" in out.stdout and "Usage:" in out.stdout

@@ -362,7 +362,7 @@ def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[lis
 def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None) -> list:
     """Leave-one-model-family-out judged by the native engine: per family, the constants fitted
     without it, and its rows estimated in calibrated mode with them (a list of
-    :class:`aic.accuracy.Prediction`, unpredicted where the features are missing).
+    :class:`aic.accuracy.scoring.Prediction`, unpredicted where the features are missing).
     ``ValueError`` with fewer than two families."""
     families = sorted({f["family"] for f in fs if f is not None})
     if len(families) < 2:

@@ -1,5 +1,7 @@
 """``python -m aic.cli``: the ``aic-compile`` command line."""
 
-from . import main
+import sys
 
-main()
+from . import run
+
+sys.exit(run())

@@ -1,10 +1,11 @@
-"""``aic-compile accuracy``: how close the serving estimate is to measured deployments.
+"""``aic-compile accuracy`` and ``calibrate``: how close the serving estimate is to measured
+deployments, and the calibrated estimate's constants fitted on them.
 
-Registered on the ``aic-compile`` group by :mod:`aic.cli` (one import line there). Estimates every
-row of a silicon sample (``calibration.csv`` layout, see ``data/silicon/README.md``) with
-:mod:`aic.accuracy` in parity mode or, with ``--calibrated``, in the calibrated mode, and prints
-coverage, MdAPE, MAPE, share within 10 % / 20 % and bias for TTFT and TPOT — overall, by
-system x backend x mode and by model.
+``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
+``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
+``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, share within 10 % /
+20 % and bias for TTFT and TPOT — overall, by system x backend x mode and by model.
+``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 
 import click
 
-from .engine import CONTEXT_SETTINGS, main
+from .common import CONTEXT_SETTINGS
 
 _HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
          "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
@@ -36,7 +37,7 @@ def _line(name: str, m: dict) -> list[str]:
 
 
 def format_table(title: str, named: list[tuple[str, dict]]) -> list[str]:
-    """A fixed-width table of :func:`aic.accuracy.metrics` dicts, one line per name."""
+    """A fixed-width table of :func:`aic.accuracy.scoring.metrics` dicts, one line per name."""
     head = [title] + _HEAD
     lines = [_line(n, m) for n, m in named]
     widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
@@ -77,7 +78,7 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-@main.command("accuracy", context_settings=CONTEXT_SETTINGS)
+@click.command("accuracy", context_settings=CONTEXT_SETTINGS)
 @click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Measured deployments, calibration.csv layout.")
 @click.option("--calibrated", is_flag=True,
@@ -128,7 +129,7 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
             click.echo(line)
 
 
-@main.command("calibrate", context_settings=CONTEXT_SETTINGS)
+@click.command("calibrate", context_settings=CONTEXT_SETTINGS)
 @click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Measured deployments, calibration.csv layout.")
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),

@@ -42,7 +42,7 @@ BACKENDS = ("trtllm", "sglang", "vllm")
 INTERNAL_KEYWORDS = ("model_configs_path", "resolver")
 
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.parallel)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.compiler.parallel)
 if TYPE_CHECKING:
     from typing import Protocol
 
@@ -77,7 +77,8 @@ class CompileResult(namedtuple("CompileResult", ("spec", "spec_json", "model_fam
                                                  "config_source", "model"))):
     """Everything the compile step decided, plus the spec itself: ``spec`` (dict) and
     ``spec_json``, ``model_family``, the resolved ``quant`` modes (dict), ``config_source`` and
-    the parsed ``model`` (:class:`aic.hf_config.ModelConfig`, left out of ``repr``). Immutable."""
+    the parsed ``model`` (:class:`aic.compiler.hf_config.ModelConfig`, left out of ``repr``).
+    Immutable."""
 
     __slots__ = ()
 

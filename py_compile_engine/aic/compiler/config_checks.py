@@ -33,7 +33,7 @@ def gqa(heads: int, kv_heads: int, head_dim: int, *, heads_field: str = "num_att
         kv_field: str = "num_key_value_heads", dim_field: str = "head_dim") -> None:
     """A grouped-query attention block: at least one KV head, a head size of at least 1, and
     KV heads that split the query heads into whole groups (the same rule as the dense family's
-    :func:`aic.parallel.check_gqa_heads`, for fields that may have other names)."""
+    :func:`aic.compiler.parallel.check_gqa_heads`, for fields that may have other names)."""
     at_least_one(kv_field, kv_heads, f"the number of KV heads; equal to {heads_field} for "
                                      f"multi-head attention")
     at_least_one(dim_field, head_dim, "the size of one attention head")

@@ -1,10 +1,11 @@
 """Public entry points that pass their deployment keywords on to one pipeline function.
 
 Why this module exists: ``compile_engine_json``, ``compile_engine`` and ``estimate_kv_cache`` all
-take the deployment keywords of :func:`aic.compile.compile_report` (parallel sizes, quant modes,
-``nextn``, ...) and hand them on unchanged. Spelling that list in every signature and again in every
-forwarding call kept five copies of it in step by hand; :func:`forwards_keywords_of` keeps one, the
-target's own signature, while each entry point still checks and shows every keyword it accepts.
+take the deployment keywords of :func:`aic.compiler.compile.compile_report` (parallel sizes, quant
+modes, ``nextn``, ...) and hand them on unchanged. Spelling that list in every signature and again
+in every forwarding call kept five copies of it in step by hand; :func:`forwards_keywords_of` keeps
+one, the target's own signature, while each entry point still checks and shows every keyword it
+accepts.
 
 The decorator reads the parameter lists from the functions' code objects, not through
 ``inspect``: the modules that use it are imported by every compile and sweep, and ``inspect``

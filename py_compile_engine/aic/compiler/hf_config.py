@@ -20,7 +20,7 @@ import re
 import time
 from collections import namedtuple
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.parallel)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see aic.compiler.parallel)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -329,7 +329,7 @@ def _opt_int(value, key: str, where: str) -> int:
 def parse_model_config(raw: RawConfig) -> ModelConfig:
     """Pre-processes and parses ``raw``; raises ``ValueError`` for architectures the reference
     does not know and for missing required fields. (Whether aic can *build* the family is
-    checked by :func:`aic.families.check_architecture`.)"""
+    checked by :func:`aic.compiler.families.check_architecture`.)"""
     cfg = preprocess(raw)
     where = raw.location
     arch = _architecture(cfg)

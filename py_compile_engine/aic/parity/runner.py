@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import UnsupportedArchitectureError
 from ..validation import check_rtol
+from .report import Check, Report
 from .serving import FAMILY as SERVING_FAMILY
 from .serving import SERVING_FORMAT
 from .surface import SURFACE_FORMAT, surface_cases
@@ -259,77 +259,6 @@ def error_class_matches(ref_class: str, exc: BaseException) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Check:
-    case_id: str
-    family: str
-    kind: str  # "compile", "memory" or a query kind
-    index: int  # query index in the case (-1 for compile and memory)
-    passed: bool
-    detail: str = ""
-    rel_err: float | None = None
-    args: dict | None = None
-
-
-@dataclass
-class Report:
-    rtol: float
-    checks: list[Check] = field(default_factory=list)
-    worst: list[tuple[float, str, str, int]] = field(default_factory=list)
-    source_mismatches: list[str] = field(default_factory=list)
-    class_mismatches: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for c in self.checks if c.passed)
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for c in self.checks if not c.passed)
-
-    def family_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for check in self.checks:
-            entry = out.setdefault(check.family, {"passed": 0, "failed": 0})
-            entry["passed" if check.passed else "failed"] += 1
-        return out
-
-    def kind_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for check in self.checks:
-            entry = out.setdefault(check.kind, {"passed": 0, "failed": 0})
-            entry["passed" if check.passed else "failed"] += 1
-        return out
-
-    def worst_errors(self, count: int = 10) -> list[tuple[float, str, str, int]]:
-        return sorted(self.worst, key=lambda w: -w[0])[:count]
-
-    def summary_line(self) -> str:
-        return f"{self.passed} passed, {self.failed} failed"
-
-    def to_json(self) -> dict:
-        failures = [asdict(c) for c in self.checks if not c.passed]
-        return {
-            "rtol": self.rtol,
-            "passed": self.passed,
-            "failed": self.failed,
-            "families": self.family_counts(),
-            "kinds": self.kind_counts(),
-            "worst": [
-                {"rel_err": w[0], "case_id": w[1], "kind": w[2], "index": w[3]}
-                for w in self.worst_errors(20)
-            ],
-            "failures": failures,
-            "source_mismatches": len(self.source_mismatches),
-            "error_class_mismatches": len(self.class_mismatches),
-        }
-
-
-# --------------------------------------------------------------------------------------------
 # Running one case
 # --------------------------------------------------------------------------------------------
 
@@ -523,7 +452,8 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
              memory_fn: Callable | None = DEFAULT_MEMORY) -> None:
     """Compiles, compares and queries one case, appending its checks to ``report``.
 
-    ``compile_fn`` defaults to :func:`aic.compile.compile_report` (the ``compile_engine`` path);
+    ``compile_fn`` defaults to :func:`aic.compiler.compile.compile_report` (the
+    ``compile_engine`` path);
     ``engine_loader(spec_json)`` defaults to the native encoder + ``AicEngine.from_spec``;
     ``memory_fn`` (default :func:`aic.estimate_kv_cache`) replays the memory record, one
     ``memory`` check; ``None`` leaves the memory record out.

@@ -94,8 +94,8 @@ def check_estimate(case: dict, rtol: float, systems_path=None) -> tuple[bool, st
 
 
 def run_serving_case(case: dict, report, *, systems_path=None) -> None:
-    """Appends the case's one check to a :class:`aic.parity.Report`."""
-    from .runner import Check
+    """Appends the case's one check to a :class:`aic.parity.report.Report`."""
+    from .report import Check
 
     kind = case["_serving"]
     try:

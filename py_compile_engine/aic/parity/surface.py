@@ -109,7 +109,7 @@ def _native():
 
 
 def _signature_checks(case: dict, report) -> None:
-    from .runner import Check
+    from .report import Check
 
     module = _native()
     for name, entry in case["signatures"].items():
@@ -154,7 +154,7 @@ def _case_call(engine, case: dict, record: dict):
 
 
 def _record_check(report, case: dict, index: int, record: dict, call) -> None:
-    from .runner import Check
+    from .report import Check
 
     try:
         ours, exc = call(), None
@@ -179,8 +179,8 @@ def _compile(case: dict, systems_path):
 
 
 def run_surface_case(case: dict, report, *, systems_path=None) -> None:
-    """Appends the case's checks to a :class:`aic.parity.Report`."""
-    from .runner import Check
+    """Appends the case's checks to a :class:`aic.parity.report.Report`."""
+    from .report import Check
 
     kind = case["_surface"]
     if kind == "signatures":

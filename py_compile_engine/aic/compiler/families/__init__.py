@@ -1,15 +1,15 @@
 """Model families: HF architecture -> family label -> op-list builder.
 
 A family module exposes ``build(model, ctx) -> (context_ops, generation_ops)`` where ``model`` is a
-:class:`aic.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new family by
-adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built today:
-LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7, ``moe``),
-DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6, ``hybridmoe``),
-GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35 (spec 31,
-``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``), DEEPSEEKV4
-(spec 34, ``deepseekv4``), MINIMAXM3 and KIMIK3 (spec 36, ``minimaxm3``, ``kimik3``). A module may
-also expose ``parse(model)``: the config checks the reference runs while it builds the model
-object, before any parallelism check (spec 35 §4).
+:class:`aic.compiler.hf_config.ModelConfig` and ``ctx`` a :class:`BuildContext`. Register a new
+family by adding it to ``_BUILDERS`` (and its architectures to ``FAMILY_BY_ARCH`` if new). Built
+today: LLAMA and the QWEN3VL text decoder (spec 30 §6, ``llama``), MOE and QWEN3VL_MOE (§7,
+``moe``), DEEPSEEK and KIMIK25 (§8, ``deepseek``), HYBRIDMOE and STEP3P7 (spec 35 §5-§6,
+``hybridmoe``), GEMMA4MIX (spec 35 §7, ``gemma4``), DEEPSEEKV32 (spec 32, ``deepseekv32``), QWEN35
+(spec 31, ``qwen35``), NEMOTRONH and NEMOTRONNAS (spec 33, ``nemotronh``, ``nemotronnas``),
+DEEPSEEKV4 (spec 34, ``deepseekv4``), MINIMAXM3 and KIMIK3 (spec 36, ``minimaxm3``, ``kimik3``). A
+module may also expose ``parse(model)``: the config checks the reference runs while it builds the
+model object, before any parallelism check (spec 35 §4).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class BuildContext(namedtuple("BuildContext", (
         "comm_quant_mode", "gemm_quant_explicit", "cp_size"), defaults=(False, 1))):
     """Deployment facts a family builder needs (already validated and resolved); immutable.
     ``cp_size``: context parallelism (spec 43), 1 = none; the builder writes it into the CP op
-    fields. (A named tuple rather than a dataclass: see ``aic.parallel``.)"""
+    fields. (A named tuple rather than a dataclass: see ``aic.compiler.parallel``.)"""
 
     __slots__ = ()
 

@@ -88,7 +88,7 @@ class MlaQuant(namedtuple("MlaQuant", (
         "shared",  # str: shared-expert GEMMs
 ))):
     """Per-projection GEMM modes of the MLA block and the shared expert.
-    Immutable (a named tuple: see ``aic.parallel``)."""
+    Immutable (a named tuple: see ``aic.compiler.parallel``)."""
 
     __slots__ = ()
 

@@ -38,7 +38,7 @@ class GemmaLayout(namedtuple("GemmaLayout", (
         "k_eq_v",  # bool
 ))):
     """Layer types and attention geometry of a Gemma 4 text model (spec 35 §2.5).
-    Immutable (a named tuple: see ``aic.parallel``)."""
+    Immutable (a named tuple: see ``aic.compiler.parallel``)."""
 
     __slots__ = ()
 

@@ -59,7 +59,7 @@ class HybridLayout(namedtuple("HybridLayout", (
 ), defaults=(0, 0, 0, 0, 0, 0, False, False, 0))):
     """The per-layer patterns and sliding-layer geometry of spec 35 §2.2-§2.4 (0 = same as the
     global layers).
-    Immutable (a named tuple: see ``aic.parallel``)."""
+    Immutable (a named tuple: see ``aic.compiler.parallel``)."""
 
     __slots__ = ()
 

@@ -58,7 +58,7 @@ class KimiK3Layout(namedtuple("KimiK3Layout", (
         "attn_res",  # int
 ))):
     """The parsed KIMIK3 extras (spec 36 §1.3).
-    Immutable (a named tuple: see ``aic.parallel``)."""
+    Immutable (a named tuple: see ``aic.compiler.parallel``)."""
 
     __slots__ = ()
 

@@ -37,7 +37,7 @@ class SharedExpertMoe(namedtuple("SharedExpertMoe", (
         "generation_dispatch_is_context",  # bool
 ))):
     """One layer's MoE FFN: its sizes, parallelism and quant modes, and the ops it prices.
-    Immutable (a named tuple: see ``aic.parallel``)."""
+    Immutable (a named tuple: see ``aic.compiler.parallel``)."""
 
     __slots__ = ()
 

@@ -1,0 +1,160 @@
+"""``aic-compile sweep`` (spec 50), without click: its options as data and the run itself.
+
+:mod:`aic.cli.sweep` builds the click command from :data:`OPTIONS` and calls :func:`run`; the
+console script runs the same :func:`run` straight from a plain command line
+(:mod:`aic.cli.fastpath`), so that a fresh ``aic-compile sweep`` costs little more than the same
+sweep through the Python API (BENCHMARKS.md, "CLI overhead"). Prints the Pareto fronts and the
+picks of :func:`aic.serving.sweep.sweep`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from .common import column_table
+from .fastpath import CommandError, Option
+
+#: The parameters of ``aic-compile sweep``, in the order ``--help`` lists them.
+OPTIONS = (
+    Option("model", (), "str", required=True),
+    Option("system", ("--system", "-s"), "str", required=True, help="System name, e.g. h200_sxm."),
+    Option("backend", ("--backend", "-b"), "str", "trtllm", help="trtllm, vllm or sglang."),
+    Option("backend_version", ("--backend-version",), "str", help="Default: the current slot."),
+    Option("total_gpus", ("--gpus",), "int", required=True, minimum=1, help="GPU budget."),
+    Option("isl", ("--isl",), "int", 4000, minimum=1),
+    Option("osl", ("--osl",), "int", 1000, minimum=1),
+    Option("prefix", ("--prefix",), "int", 0, minimum=0),
+    Option("ttft", ("--ttft",), "float", 2000.0, help="TTFT target, ms."),
+    Option("tpot", ("--tpot",), "float", 30.0, help="TPOT target, ms."),
+    Option("request_latency", ("--request-latency",), "float",
+           help="End-to-end latency target, ms (replaces the TPOT target)."),
+    Option("nextn", ("--nextn",), "int", 0, help="MTP draft length."),
+    Option("nextn_accepted", ("--nextn-accepted",), "float"),
+    Option("top_n", ("--top-n",), "int", 5, minimum=1),
+    Option("as_json", ("--json",), "flag", False, help="The whole result as JSON."),
+    Option("plot_file", ("--plot",), "str",
+           help="Save the Pareto fronts to FILE.png|svg (needs matplotlib)."),
+    Option("no_terminal_plot", ("--no-terminal-plot",), "flag", False,
+           help="Do not draw the fronts in the terminal."),
+)
+
+AGG_COLUMNS = ["parallel", "bs", "ctx_tokens", "ttft", "tpot", "tokens/s/user", "tokens/s/gpu",
+               "tokens/s/gpu_cluster", "num_total_gpus", "memory"]
+DISAGG_COLUMNS = ["(p)parallel", "(p)workers", "(d)parallel", "(d)bs", "(d)workers", "ttft",
+                  "tpot", "tokens/s/user", "tokens/s/gpu", "tokens/s/gpu_cluster",
+                  "num_total_gpus"]
+
+
+def _ascii_plot(fronts: dict, width: int = 64, height: int = 16) -> list[str]:
+    """The Pareto fronts as a character plot: tokens/s/gpu_cluster against tokens/s/user."""
+    points = [(exp, r.get("tokens/s/user", 0.0), r.get("tokens/s/gpu_cluster", 0.0))
+              for exp, rows in fronts.items() for r in rows]
+    if not points:
+        return []
+    xmax = max(p[1] for p in points) or 1.0
+    ymax = max(p[2] for p in points) or 1.0
+    grid = [[" "] * width for _ in range(height)]
+    marks = {"agg": "a", "disagg": "d"}
+    for exp, x, y in points:
+        col = min(width - 1, int(x / xmax * (width - 1)))
+        row = height - 1 - min(height - 1, int(y / ymax * (height - 1)))
+        grid[row][col] = marks.get(exp, "*") if grid[row][col] in (" ", marks.get(exp)) else "#"
+    lines = [f"tokens/s/gpu_cluster (max {ymax:.1f})  a = agg, d = disagg, # = both"]
+    lines.extend("|" + "".join(r) for r in grid)
+    lines.append("+" + "-" * width)
+    lines.append(f" tokens/s/user -> (max {xmax:.1f})")
+    return lines
+
+
+def _save_plot(fronts: dict, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CommandError("--plot needs matplotlib (pip install matplotlib)") from None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for exp, rows in fronts.items():
+        xs = [r["tokens/s/user"] for r in rows]
+        ys = [r["tokens/s/gpu_cluster"] for r in rows]
+        ax.plot(xs, ys, marker="o", label=exp)
+    ax.set_xlabel("tokens/s/user")
+    ax.set_ylabel("tokens/s/gpu (cluster)")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def _echo(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _spinner(done) -> None:
+    start = time.monotonic()
+    while not done.wait(0.5):
+        sys.stderr.write(f"\rsweeping... {time.monotonic() - start:.1f} s")
+        sys.stderr.flush()
+    if time.monotonic() - start > 0.5:
+        sys.stderr.write("\r" + " " * 30 + "\r")
+
+
+def run(params: dict, systems_path: str | None) -> None:
+    """Runs the sweep of ``params`` (the values of :data:`OPTIONS`) and prints it; a failure
+    of the sweep is a :class:`CommandError`."""
+    from ..serving.sweep import sweep
+
+    p = params
+    progress = None
+    if sys.stderr.isatty():  # a progress line for a person watching
+        import threading
+
+        done = threading.Event()
+        progress = (done, threading.Thread(target=_spinner, args=(done,), daemon=True))
+        progress[1].start()
+    started = time.monotonic()
+    try:
+        out = sweep(p["model"], p["total_gpus"], p["system"], p["backend"], p["backend_version"],
+                    isl=p["isl"], osl=p["osl"], prefix=p["prefix"], ttft=p["ttft"],
+                    tpot=p["tpot"], request_latency=p["request_latency"], nextn=p["nextn"],
+                    nextn_accepted=p["nextn_accepted"], top_n=p["top_n"],
+                    systems_path=systems_path)
+    except (ValueError, RuntimeError) as exc:
+        raise CommandError(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        if progress is not None:
+            progress[0].set()
+            progress[1].join()
+    elapsed = time.monotonic() - started
+    if p["plot_file"]:
+        _save_plot(out["pareto_fronts"], p["plot_file"])
+    if p["as_json"]:
+        _echo(json.dumps(out, indent=2))
+        return
+    request_latency = p["request_latency"]
+    _echo(f"{p['model']}, {p['total_gpus']} x {p['system']}, {p['backend']}: isl {p['isl']}, "
+          f"osl {p['osl']}, TTFT <= {p['ttft']:g} ms, "
+          + (f"request latency <= {request_latency:g} ms" if request_latency
+             else f"TPOT <= {p['tpot']:g} ms")
+          + f"  ({elapsed:.2f} s)")
+    for exp, rows in out["best_configs"].items():
+        columns = DISAGG_COLUMNS if exp == "disagg" else AGG_COLUMNS
+        n = len(out["candidates"].get(exp, []))
+        _echo()
+        _echo(f"{exp}: best configs ({n} candidates, Pareto front "
+              f"{len(out['pareto_fronts'].get(exp, []))})")
+        if out["outcomes"].get(exp):
+            _echo(f"  {out['outcomes'][exp]}")
+        for line in column_table(rows, columns):
+            _echo("  " + line)
+    _echo()
+    _echo(f"chosen: {out['chosen_exp']} "
+          f"({out['best_throughputs'][out['chosen_exp']]:.3f} tokens/s/gpu)")
+    if not p["no_terminal_plot"]:
+        _echo()
+        for line in _ascii_plot(out["pareto_fronts"]):
+            _echo(line)
+    sys.stdout.flush()
