@@ -200,8 +200,9 @@ def same_file(a, b) -> bool:
 
 def check_output_path(name: str, path, inputs: dict | None = None) -> str:
     """An output file that can be written, checked before any work: its folder exists and is a
-    folder, it is not a folder itself, and it is none of ``inputs`` (``{argument: path}``),
-    which it would overwrite. Returns the path as a string."""
+    folder, it is neither a folder nor a device, FIFO or socket itself, and it is none of
+    ``inputs`` (``{argument: path}``), which it would overwrite. Returns the path as a
+    string."""
     text = os.fspath(path)
     for arg, other in (inputs or {}).items():
         if other is not None and same_file(text, other):
@@ -209,6 +210,9 @@ def check_output_path(name: str, path, inputs: dict | None = None) -> str:
                              f"input; choose another output path")
     if os.path.isdir(text):
         raise ValueError(f"{name} {text!r} is a folder; give a file path")
+    if os.path.exists(text) and not os.path.isfile(text):
+        raise ValueError(f"{name} {text!r} is not a regular file (a device, FIFO or socket); "
+                         f"give a file path")
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise ValueError(f"{name} {text!r}: the folder {folder!r} does not exist; create it "

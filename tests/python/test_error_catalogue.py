@@ -502,6 +502,9 @@ CASES = [
                                   "h200_sxm", "sglang")),
     # ---- hostile inputs, round three (issue 36): serving, sweep, accuracy, calibrate, parity,
     # support, the engine's counts
+    Case("config-not-utf8", "`config.json` holding binary bytes (was Python's codec error, no file named)",
+         ValueError, "/model/config.json is not UTF-8 text (byte 128)",
+         lambda s: compile_engine(_binary_config(s), "h200_sxm", "vllm")),
     Case("serving-isl-negative", "`aic.serving.estimate` with `isl=-1` (was serde's `expected u32`)",
          ValueError, "isl must be a positive integer (input tokens per request), got -1",
          lambda s: _serving(isl=-1)),
@@ -584,6 +587,13 @@ CASES = [
          ValueError, "holds no system description",
          lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=str(s.root))),
 ]
+
+
+def _binary_config(scratch: Scratch) -> str:
+    folder = scratch.root / "model"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_bytes(bytes(range(256)))
+    return str(folder)
 
 
 def _sweep(**kwargs):

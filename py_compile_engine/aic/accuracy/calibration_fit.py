@@ -54,6 +54,9 @@ VERSION = 2  # group scalars plus the HYBRID factors and the decode-attention cl
 CLASS_ROUNDS = 2
 ATTENTION_SCALE_MIN = 0.05  # a kernel class cannot run in no time
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
+#: The columns a rows file needs for a fit: those of an accuracy run plus the two that name a
+#: measured series (:func:`features`).
+REQUIRED_COLUMNS = accuracy.REQUIRED_COLUMNS + ("backend_version", "precision")
 
 
 def features(rows: list[dict], progress=None, systems_path=None) -> list[dict]:
