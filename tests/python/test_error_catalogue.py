@@ -554,6 +554,10 @@ CASES = [
     Case("engine-decode-too-many-steps", "`predict_decode_latency(1, 128, 2**32 - 1)` (hours of pricing before the overflow check)",
          ValueError, "the decode phase would price 134217728 steps one by one",
          lambda s: AicEngine.from_spec(_spec()).predict_decode_latency(1, 128, 2**32 - 1)),
+    Case("engine-cp-without-nccl-rows", "Qwen3-32B on sglang with `cp_size=3` (no 3-GPU all-gather rows; the error spoke of OneCCL only)",
+         _aic.PerfDataNotAvailableError, "the NCCL table has no half all_gather rows for 3 GPUs (it has 2, 4, 8)",
+         lambda s: AicEngine.from_spec(compile_engine("Qwen/Qwen3-32B", "h200_sxm", "sglang", cp_size=3))
+         .predict_prefill_latency(1, 32768)),
     Case("accuracy-rows-missing-column", "rows CSV without the `silicon_tpot_ms` column", ValueError,
          "lacks the column(s) silicon_tpot_ms",
          lambda s: _rows(s, drop="silicon_tpot_ms")),
