@@ -123,7 +123,7 @@ pub const CLASS_SCALE_RANGE: ConstantRange = (0.0, 100.0, true);
 
 /// Refuses a constant that is not finite or lies outside its physical range (a value such as
 /// 1e308 would make every calibrated figure infinite).
-fn check_constant(owner: &str, name: &str, value: f64, (low, high, low_inclusive): ConstantRange) -> Result<()> {
+fn check_constant(owner: &str, name: &str, value: f64, (low, high, low_inclusive): ConstantRange) -> crate::error::Result<()> {
     let above_low = if low_inclusive { value >= low } else { value > low };
     if value.is_finite() && above_low && value <= high {
         return Ok(());
