@@ -1308,6 +1308,109 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
                 m.tune_with_fpms(r#"[[{"wall_time":-1,"scheduled_requests":{"num_decode_requests":1}}]]"#)
             },
         },
+        Case {
+            id: "args-decode-too-many-steps",
+            input: "summed decode of `osl` 2^32 − 1 (stride 32): 134 million priced steps, hours of work before the overflow check",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "the decode phase would price 134217728 steps one by one (osl 4294967295, stride 32)",
+            run: || ignore(shipped_engine().decode_latency_ms(1, 128, u32::MAX)),
+        },
+        Case {
+            id: "serving-request-osl-zero",
+            input: "serving request (static) with `osl` 0 (the reference prices it as 1)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "osl must be a positive integer (output tokens per request, the first one included), got 0",
+            run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "static", "isl": 128, "osl": 0, "batch_size": 1}"#, None)),
+        },
+        Case {
+            id: "serving-request-workers-zero",
+            input: "disagg serving request with 0 prefill workers (priced a TTFT and 0 tokens/s/gpu)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "prefill_num_workers must be a positive integer (workers of that role), got 0",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "disagg", "isl": 128, "osl": 64, "prefill": {"batch_size": 1, "num_workers": 0},
+                        "decode": {"batch_size": 8, "num_workers": 1}}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-fraction",
+            input: "agg serving request with `free_gpu_memory_fraction` 1.5",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "free_gpu_memory_fraction must be a finite number in (0, 1]",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "agg", "isl": 128, "osl": 64, "batch_size": 8, "free_gpu_memory_fraction": 1.5}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-short-kv-slot",
+            input: "agg serving request with `max_seq_len` 1024 < `isl + osl` 2048",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "max_seq_len must be at least isl + osl = 2048",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "agg", "isl": 1024, "osl": 1024, "batch_size": 8, "max_seq_len": 1024}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-nan",
+            input: "serving request JSON holding `NaN` (as Python's `json.dumps` writes it)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "(the request holds NaN or Infinity, which JSON has not: pass finite numbers)",
+            run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "agg", "isl": 128, "osl": 64, "nextn_accepted": NaN}"#, None)),
+        },
+        Case {
+            id: "sweep-request-latency-negative",
+            input: "sweep request with `request_latency` -1",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "request_latency must be a finite number > 0 (the end-to-end latency target in ms), got -1",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": 2000.0, "tpot": 30.0, "request_latency": -1.0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "sweep-request-top-n-zero",
+            input: "sweep request with `top_n` 0 (returned no configuration)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "top_n must be a positive integer (best configurations kept per experiment), got 0",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": 2000.0, "tpot": 30.0, "top_n": 0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "calibration-constant-huge",
+            input: "calibration constants whose `ttft_overhead_ms` is 1e308 (every calibrated TTFT came out `inf`)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "calibration group '*/*/*': ttft_overhead_ms must be a finite number in [0, 60000], got 1e308",
+            run: || {
+                ignore(aic_core::serving::Calibration::from_json(
+                    r#"{"version": 1, "groups": {"*/*/*": {"tpot_scale": 1.0, "tpot_overhead_ms": 0.0, "ttft_scale": 1.0,
+                        "ttft_queue": 0.0, "ttft_overhead_ms": 1e308}}}"#,
+                ))
+            },
+        },
     ]
 }
 

@@ -20,6 +20,7 @@ import os
 
 from .. import paths
 from .._native import native
+from ..validation import check_estimate_args, optional, positive_int
 
 MODES = ("static", "static_ctx", "static_gen", "agg", "disagg")
 BACKENDS = ("trtllm", "vllm", "sglang")
@@ -65,13 +66,19 @@ def _resolve_nextn(model_path, nextn, nextn_accepted):
 def resolve_version(root, system: str, backend: str, backend_version, database_mode="SILICON"):
     """Rule 4: the backend version (``None`` → the current slot); no data → the reference's error."""
     literal = None
+    reason = None
     if backend in BACKENDS:
         try:
             literal, _ = native().resolve_backend_version(str(root), system, backend,
                                                           backend_version)
-        except ValueError:
-            literal = None
+        except ValueError as exc:
+            literal, reason = None, str(exc)
     if literal is None and (database_mode or "SILICON") == "SILICON":
+        if backend_version is not None and reason:
+            # A version the backend lacks: name it and say which versions exist (the native
+            # resolver's message lists them), not only the system and backend.
+            raise ValueError(f"No database found for system={system}, backend={backend}, "
+                             f"backend_version={backend_version!r}: {reason}")
         raise ValueError(f"No database found for system={system}, backend={backend}. "
                          f"Check --systems-paths or available databases.")
     return literal
@@ -382,6 +389,7 @@ def estimate(
     if mode not in MODES:
         raise ValueError(f"Unsupported estimate mode: {mode!r}. Use 'agg', 'disagg', 'afd', "
                          f"'static', 'static_ctx', or 'static_gen'.")
+    check_estimate_args(mode, dict(locals()))
     root = paths.systems_dir(systems_path)
     version = resolve_version(root, system_name, backend_name, backend_version, database_mode)
     if mode == "disagg":
@@ -442,7 +450,7 @@ def estimate(
         }
     if _request_extra:
         request.update(_request_extra)
-    return json.loads(native().serving_estimate(json.dumps(request), str(root)))
+    return json.loads(native().serving_estimate(json.dumps(request, allow_nan=False), str(root)))
 
 
 _CONSTANTS_CACHE: dict = {}
@@ -501,6 +509,7 @@ def _calibrated_estimate(model_path, system_name, args: dict, concurrency, calib
     constants; a missing perf table (SILICON) is retried as a HYBRID estimate."""
     if args["mode"] not in ("agg", "disagg"):
         raise ValueError(f"the calibrated estimate covers 'agg' and 'disagg', not {args['mode']!r}")
+    optional(positive_int, "concurrency", concurrency, "requests in flight")
     fields = {"calibrated": True, "concurrency": concurrency,
               "calibration": load_calibration(calibration)}
     try:

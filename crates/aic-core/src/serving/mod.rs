@@ -8,6 +8,7 @@
 //! their per-op lists, applies the reference's formulas in the reference's float order, and
 //! keeps the reference's result rows (column order, int/float kinds, `round(3)`).
 //!
+//! * [`checks`] — the domain checks of the serving and sweep requests;
 //! * [`numeric`] — Python float floor division and the two roundings the reference applies;
 //! * [`row`] — ordered result rows;
 //! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
@@ -20,6 +21,7 @@
 //! `AicError` (`ServingError::Core`); the core error type knows nothing of this layer.
 
 pub mod agg;
+pub mod checks;
 pub mod disagg;
 pub mod error;
 pub mod numeric;
