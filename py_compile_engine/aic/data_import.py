@@ -5,6 +5,10 @@ A source is either an aic-data folder (holding ``systems/`` and ``model_configs/
 beside it is used when present). The destination (default: ``<repo>/data``) receives fresh
 ``systems/`` and ``model_configs/`` trees, ``NOTICE`` when the source has one, and ``SHA256SUMS``
 (``<sha256>  <path relative to the destination>`` per line, sorted by path).
+
+Only regular files are copied, each read without following a symbolic link and bounded in size
+(:data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`): a system YAML linked to ``/dev/zero`` was
+copied without end. What is not copied is listed in :attr:`ImportSummary.skipped`.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths
@@ -21,6 +26,11 @@ from . import paths
 TREES = ("systems", "model_configs")
 _SKIP_DIRS = frozenset({"__pycache__"})
 _SKIP_SUFFIXES = (".py", ".pyc", ".pyo")
+#: The largest file copied: the shipped data's largest is 3 MB; a larger one is not perf data.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: The most bytes one import copies (the shipped data is 100 MB).
+MAX_TOTAL_BYTES = 8 * 1024 * 1024 * 1024
+_CHUNK = 1 << 20
 
 
 @dataclass
@@ -30,6 +40,9 @@ class ImportSummary:
     trees: tuple[str, ...]
     notice: bool
     checksums: Path
+    #: ``(path relative to the source tree's parent, reason)`` of every entry not copied:
+    #: symbolic links (never followed), devices, FIFOs, sockets, files over the size bound.
+    skipped: list = field(default_factory=list)
 
 
 def _locate(src: Path) -> tuple[dict[str, Path], Path | None]:
@@ -60,19 +73,83 @@ def _skip(name: str) -> bool:
     return name.startswith(".") or name in _SKIP_DIRS or name.endswith(_SKIP_SUFFIXES)
 
 
-def _copy_tree(src: Path, dest: Path) -> int:
-    """Copies regular files (contents only; no permissions), skipping dot-files and Python files."""
+class _Budget:
+    """The bytes an import may still copy (:data:`MAX_TOTAL_BYTES`)."""
+
+    def __init__(self, total: int = MAX_TOTAL_BYTES):
+        self.left = total
+
+
+def _copy_regular(src: Path, dest: Path, budget: _Budget) -> str:
+    """Copies one regular file without following a symbolic link and without reading past the
+    size bounds; returns ``""`` or why the file was not copied (nothing is left behind)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        st = os.lstat(src)
+        if stat.S_ISLNK(st.st_mode):
+            return "a symbolic link (links are not followed)"
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file (a device, FIFO or socket)"
+        fd = os.open(src, flags)
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    limit = min(MAX_FILE_BYTES, budget.left)
+    copied = 0
+    try:
+        with os.fdopen(fd, "rb") as fin:
+            if not stat.S_ISREG(os.fstat(fin.fileno()).st_mode):
+                return "not a regular file (a device, FIFO or socket)"
+            with open(dest, "wb") as fout:
+                while True:
+                    block = fin.read(_CHUNK)
+                    if not block:
+                        break
+                    copied += len(block)
+                    if copied > limit:
+                        break
+                    fout.write(block)
+    except OSError as exc:
+        dest.unlink(missing_ok=True)
+        return f"cannot be copied: {exc.strerror or exc}"
+    if copied > limit:
+        dest.unlink(missing_ok=True)
+        if limit == budget.left and limit < MAX_FILE_BYTES:
+            return f"the import already copied its bound of {MAX_TOTAL_BYTES} bytes"
+        return f"larger than the {MAX_FILE_BYTES}-byte bound of a data file"
+    budget.left -= copied
+    return ""
+
+
+def _copy_tree(src: Path, dest: Path, skipped: list | None = None,
+               budget: _Budget | None = None) -> int:
+    """Copies the regular files of ``src`` (contents only; no permissions), skipping dot-files
+    and Python files silently and symbolic links, special files and oversized files with a
+    reason appended to ``skipped``; symbolic links to folders are not followed either."""
+    skipped = [] if skipped is None else skipped
+    budget = budget or _Budget()
     count = 0
     dest.mkdir(parents=True)
     for root, dirs, files in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if not _skip(d))
         rel = Path(root).relative_to(src)
+        kept = []
+        for d in sorted(dirs):
+            if _skip(d):
+                continue
+            if os.path.islink(Path(root) / d):
+                skipped.append(((src.name / rel / d).as_posix(),
+                                "a symbolic link to a folder (links are not followed)"))
+                continue
+            kept.append(d)
+        dirs[:] = kept
         target_dir = dest / rel
         target_dir.mkdir(parents=True, exist_ok=True)
         for name in sorted(files):
             if _skip(name):
                 continue
-            shutil.copyfile(Path(root) / name, target_dir / name)
+            reason = _copy_regular(Path(root) / name, target_dir / name, budget)
+            if reason:
+                skipped.append(((src.name / rel / name).as_posix(), reason))
+                continue
             count += 1
     return count
 
@@ -119,9 +196,11 @@ def import_data(src: str | os.PathLike, dest: str | os.PathLike | None = None) -
     dest.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=dest))
     files = 0
+    skipped: list = []
+    budget = _Budget()
     try:
         for name, folder in trees.items():
-            files += _copy_tree(folder, staging / name)
+            files += _copy_tree(folder, staging / name, skipped, budget)
         for name in trees:
             target = dest / name
             if target.exists():
@@ -131,6 +210,8 @@ def import_data(src: str | os.PathLike, dest: str | os.PathLike | None = None) -
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if notice is not None:
-        shutil.copyfile(notice, dest / "NOTICE")
+        reason = _copy_regular(notice, dest / "NOTICE", budget)
+        if reason:
+            skipped.append(("NOTICE", reason))
     checksums = write_checksums(dest)
-    return ImportSummary(dest, files, tuple(trees), notice is not None, checksums)
+    return ImportSummary(dest, files, tuple(trees), notice is not None, checksums, skipped)

@@ -149,7 +149,7 @@ def test_hybrid_factors_apply_to_hybrid_priced_rows_only():
 def test_bad_constants_are_refused():
     bad = {"version": 1, "groups": {"*/*/*": {**CONSTANTS["groups"]["h100_sxm/trtllm/agg"],
                                               "tpot_scale": -1.0}}}
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=r"tpot_scale must be a finite number in \(0, 100\], got -1"):
         estimate("Qwen/Qwen3-32B", "h100_sxm", calibrated=True, calibration=bad, **AGG)
 
 
@@ -231,7 +231,7 @@ def test_own_constants_file_from_every_surface(tmp_path):
     for text, words in (("{", "not JSON"), ('{"version": 7, "groups": {}}', "version 7"),
                         (json.dumps({"version": 1, "groups": {"*/*/*": dict(
                             CONSTANTS["groups"]["h100_sxm/trtllm/agg"], tpot_scale=-1.0)}}),
-                         "non-negative")):
+                         "tpot_scale must be a finite number")):
         bad.write_text(text, encoding="utf-8")
         res = CliRunner().invoke(main, ["accuracy", "--rows", str(rows), "--calibrated",
                                         "--calibration", str(bad)])

@@ -500,7 +500,186 @@ CASES = [
          lambda s: compile_engine(s.shipped("moonshotai/Kimi-K3",
                                             lambda c: c["linear_attn_config"].__setitem__("num_heads", 0)),
                                   "h200_sxm", "sglang")),
+    # ---- hostile inputs, round three (issue 36): serving, sweep, accuracy, calibrate, parity,
+    # support, the engine's counts
+    Case("config-not-utf8", "`config.json` holding binary bytes (was Python's codec error, no file named)",
+         ValueError, "/model/config.json is not UTF-8 text (byte 128)",
+         lambda s: compile_engine(_binary_config(s), "h200_sxm", "vllm")),
+    Case("serving-isl-negative", "`aic.serving.estimate` with `isl=-1` (was serde's `expected u32`)",
+         ValueError, "isl must be a positive integer (input tokens per request), got -1",
+         lambda s: _serving(isl=-1)),
+    Case("serving-osl-zero", "`aic.serving.estimate` static with `osl=0` (was priced as 1)", ValueError,
+         "osl must be a positive integer (output tokens per request, the first one included), got 0",
+         lambda s: _serving(osl=0)),
+    Case("serving-stride-zero", "`aic.serving.estimate` static with `stride=0` (was priced as 1)",
+         ValueError, "stride must be a positive integer (decode steps each priced step stands for), got 0",
+         lambda s: _serving(stride=0)),
+    Case("serving-batch-bool", "`aic.serving.estimate` with `batch_size=True`", TypeError,
+         "batch_size must be an integer (requests per rank in the static batch), got True",
+         lambda s: _serving(batch_size=True)),
+    Case("serving-fraction-above-one", "`aic.serving.estimate` agg with `free_gpu_memory_fraction=1.5`",
+         ValueError, "free_gpu_memory_fraction must be a finite number in (0, 1]",
+         lambda s: _serving(mode="agg", free_gpu_memory_fraction=1.5)),
+    Case("serving-fraction-nan", "`aic.serving.estimate` agg with `free_gpu_memory_fraction=nan` (was serde's `expected value`)",
+         ValueError, "free_gpu_memory_fraction must be a finite number in (0, 1]",
+         lambda s: _serving(mode="agg", free_gpu_memory_fraction=float("nan"))),
+    Case("serving-short-kv-slot", "`aic.serving.estimate` agg trtllm with `max_seq_len` below `isl + osl` (4 096 requests \"fit\")",
+         ValueError, "max_seq_len must be at least isl + osl = 1088",
+         lambda s: _serving(mode="agg", backend_name="trtllm", max_seq_len=256, batch_size=4096)),
+    Case("serving-disagg-zero-workers", "`aic.serving.estimate` disagg with `prefill_num_workers=0` (printed 0 tokens/s/gpu)",
+         ValueError, "prefill_num_workers must be a positive integer (workers of that role), got 0",
+         lambda s: _serving(mode="disagg", prefill_batch_size=1, prefill_num_workers=0,
+                            decode_batch_size=8, decode_num_workers=1)),
+    Case("serving-unknown-version", "`aic.serving.estimate` vLLM with `backend_version=\"9.9.9\"`",
+         ValueError, "No database found for system=h200_sxm, backend=vllm, backend_version='9.9.9'",
+         lambda s: _serving(backend_version="9.9.9")),
+    Case("serving-calibration-huge", "calibration constants file whose `ttft_overhead_ms` is 1e308 (printed `ttft inf ms`)",
+         ValueError, "ttft_overhead_ms must be a finite number in [0, 60000], got 1e308",
+         lambda s: _calibration_file(s, ttft_overhead_ms=1e308)),
+    Case("sweep-negative-latency-target", "`aic.serving_sweep.sweep` with `request_latency=-1` (picked configurations)",
+         ValueError, "request_latency must be a finite number > 0 (the end-to-end latency target in ms), got -1",
+         lambda s: _sweep(request_latency=-1)),
+    Case("sweep-top-n-zero", "`aic.serving_sweep.sweep` with `top_n=0` (returned nothing)", ValueError,
+         "top_n must be a positive integer (best configurations kept per experiment), got 0",
+         lambda s: _sweep(top_n=0)),
+    Case("compile-pp-beyond-layers", "Qwen3-8B (36 layers) with `pp_size=64`", ValueError,
+         "pp_size 64 exceeds the model's 36 layers",
+         lambda s: compile_engine("Qwen/Qwen3-8B", "h200_sxm", "vllm", pp_size=64)),
+    Case("kv-cache-nan-fraction", "`aic.estimate_kv_cache` with `memory_fraction_value=nan` (was serde's `expected value at line 1 column 98`)",
+         ValueError, "memory_fraction_value must be a finite number in [0, 1]",
+         lambda s: _kv_cache(memory_fraction_value=float("nan"))),
+    Case("engine-bool-batch", "`predict_prefill_latency(True, 128)` (priced a batch of 1)", TypeError,
+         "argument 'bs': a bool is not a count",
+         lambda s: AicEngine.from_spec(_spec()).predict_prefill_latency(True, 128)),
+    Case("engine-decode-too-many-steps", "`predict_decode_latency(1, 128, 2**32 - 1)` (hours of pricing before the overflow check)",
+         ValueError, "the decode phase would price 134217728 steps one by one",
+         lambda s: AicEngine.from_spec(_spec()).predict_decode_latency(1, 128, 2**32 - 1)),
+    Case("engine-cp-without-nccl-rows", "Qwen3-32B on sglang with `cp_size=3` (no 3-GPU all-gather rows; the error spoke of OneCCL only)",
+         _aic.PerfDataNotAvailableError, "the NCCL table has no half all_gather rows for 3 GPUs (it has 2, 4, 8)",
+         lambda s: AicEngine.from_spec(compile_engine("Qwen/Qwen3-32B", "h200_sxm", "sglang", cp_size=3))
+         .predict_prefill_latency(1, 32768)),
+    Case("accuracy-rows-missing-column", "rows CSV without the `silicon_tpot_ms` column", ValueError,
+         "lacks the column(s) silicon_tpot_ms",
+         lambda s: _rows(s, drop="silicon_tpot_ms")),
+    Case("accuracy-rows-utf16", "rows CSV saved as UTF-16", ValueError, "is not UTF-8 text",
+         lambda s: _rows(s, encoding="utf-16")),
+    Case("accuracy-rows-empty", "zero-byte rows file (printed `0 of 0 rows (nan %)`)", ValueError,
+         "is empty: it has no header line and no rows",
+         lambda s: _rows(s, raw="")),
+    Case("accuracy-rows-bad-number", "rows CSV with `abc` in the `isl` column", ValueError,
+         "row 1, column isl: 'abc' is not a positive integer",
+         lambda s: _rows(s, isl="abc")),
+    Case("accuracy-rows-short-row", "rows CSV whose row has fewer fields than the header", ValueError,
+         "row 1: 8 fields where the header has 9",
+         lambda s: _rows(s, short=True)),
+    Case("calibrate-measurements-unusable", "`calibrate` rows whose measurements are all NaN or negative (\"fitted 8 of 8 rows\")",
+         ValueError, "none of the 2 rows has usable measurements",
+         lambda s: _fit_rows_with(s, ["nan", "-5"])),
+    Case("parity-rtol-nan", "`run_parity(..., rtol=nan)` (failed every check)", ValueError,
+         "rtol must be a finite number >= 0 (the relative tolerance of a parity check), got NaN",
+         lambda s: _parity_rtol(float("nan"))),
+    Case("parity-cases-not-list", "golden file whose `cases` is an object", ValueError,
+         "'cases' must be a list of case objects, got dict",
+         lambda s: _golden_file(s, {"format": "aic-goldens/1", "cases": {"id": "x"}})),
+    Case("parity-case-without-compile", "golden case without `compile`", ValueError,
+         "case 0 (dense/x) lacks 'compile'",
+         lambda s: _golden_file(s, {"format": "aic-goldens/1", "cases": [{"id": "dense/x"}]})),
+    Case("support-unknown-model", "`support_matrix([\"acme/NoSuchModel-1B\"])` (an error in every cell, exit 0)",
+         ValueError, "model 'acme/NoSuchModel-1B' is neither a local folder",
+         lambda s: _support(models=["acme/NoSuchModel-1B"])),
+    Case("support-empty-systems-folder", "`support_matrix` on a systems folder without systems (\"0 cells\")",
+         ValueError, "holds no system description",
+         lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=str(s.root))),
 ]
+
+
+def _binary_config(scratch: Scratch) -> str:
+    folder = scratch.root / "model"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_bytes(bytes(range(256)))
+    return str(folder)
+
+
+def _sweep(**kwargs):
+    from aic.serving.sweep import sweep
+
+    return sweep("Qwen/Qwen3-8B", 1, "h100_sxm", "vllm", isl=1000, osl=100, **kwargs)
+
+
+def _kv_cache(**kwargs):
+    from aic import estimate_kv_cache
+
+    return estimate_kv_cache("Qwen/Qwen3-8B", "h200_sxm", "vllm", **kwargs)
+
+
+def _calibration_file(scratch: Scratch, **group):
+    from aic.serving import load_calibration
+
+    constants = {"tpot_scale": 1.0, "tpot_overhead_ms": 0.0, "ttft_scale": 1.0, "ttft_queue": 0.0,
+                 "ttft_overhead_ms": 0.0, **group}
+    path = scratch.root / "constants.json"
+    path.write_text(json.dumps({"version": 1, "groups": {"*/*/*": constants}}), encoding="utf-8")
+    return load_calibration(path)
+
+
+_ROW_HEADER = ["id", "model_path", "system", "backend", "mode", "isl", "osl", "silicon_ttft_ms",
+               "silicon_tpot_ms"]
+
+
+def _rows_text(rows: list[dict], header=_ROW_HEADER) -> str:
+    lines = [",".join(header)] + [",".join(str(r.get(c, "")) for c in header) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _row(**changes) -> dict:
+    row = {"id": "r1", "model_path": "Qwen/Qwen3-8B", "system": "h200_sxm", "backend": "vllm",
+           "mode": "agg", "isl": 1024, "osl": 128, "silicon_ttft_ms": 80.0, "silicon_tpot_ms": 9.5}
+    row.update(changes)
+    return row
+
+
+def _rows(scratch: Scratch, *, drop=None, encoding="utf-8", raw=None, short=False, **changes):
+    from aic.accuracy.scoring import load_rows
+
+    header = [c for c in _ROW_HEADER if c != drop]
+    text = raw if raw is not None else _rows_text([_row(**changes)], header)
+    if short:
+        text = text.rsplit(",", 1)[0] + "\n"
+    path = scratch.root / "rows.csv"
+    path.write_bytes(text.encode(encoding))
+    return load_rows(path)
+
+
+def _fit_rows_with(scratch: Scratch, ttfts: list[str]):
+    from aic.accuracy import calibration_fit
+
+    rows = [_row(id=f"r{i}", silicon_ttft_ms=t) for i, t in enumerate(ttfts)]
+    path = scratch.root / "rows.csv"
+    path.write_text(_rows_text(rows), encoding="utf-8")
+    from aic.accuracy.scoring import load_rows
+
+    return calibration_fit.fit_rows(load_rows(path))
+
+
+def _parity_rtol(rtol):
+    from aic.parity.runner import run_parity
+
+    return run_parity([], rtol=rtol)
+
+
+def _golden_file(scratch: Scratch, doc: dict):
+    from aic.parity.runner import load_cases
+
+    path = scratch.root / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return load_cases(path)
+
+
+def _support(**kwargs):
+    from aic.serving.support import support_matrix
+
+    return support_matrix(systems=None if "systems_path" in kwargs else ["h200_sxm"],
+                          backends=["vllm"], **kwargs)
 
 
 def _nas_heads_in_group_zero(config: dict) -> None:

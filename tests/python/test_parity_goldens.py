@@ -9,6 +9,7 @@ errors, and each case's ``memory`` record.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from aic.parity import runner as parity  # noqa: E402
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 
 
+@lru_cache(maxsize=None)
 def _run(family: str) -> parity.Report:
     cases = parity.select_cases(parity.load_cases(GOLDENS), family=family)
     assert cases, family
@@ -29,10 +31,21 @@ def _run(family: str) -> parity.Report:
 @pytest.mark.parametrize(
     "family",
     ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving",
-     "cp", "sparse_linear"],
+     "cp", "sparse_linear", "surface"],
 )
 def test_family_agrees_with_reference(family):
     report = _run(family)
     failures = [(c.case_id, c.kind, c.detail) for c in report.checks if not c.passed]
     assert not failures, failures[:5]
     assert report.summary_line() == f"{report.passed} passed, 0 failed"
+
+
+def test_surface_family_covers_every_record_and_the_gemm_views():
+    """The surface file (family ``surface``) runs in full: 24 signatures, 6 module records, 9
+    compiles and 207 case records, among them the 9 byte-for-byte GEMM table views (SHA-256 and
+    length of a ~7 MB text each)."""
+    report = _run("surface")
+    assert report.passed + report.failed == 24 + 6 + 9 + 207
+    gemm = [c for c in report.checks
+            if c.kind == "table_view_json" and c.args == {"attribute": "_gemm_data"}]
+    assert len(gemm) == 9 and all(c.passed for c in gemm)

@@ -29,8 +29,35 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aic_core::fpm::{ForwardPassMetrics, ForwardPassPerfModel};
-use aic_core::{AicError, Engine, LatencyModel, Result};
+use aic_core::fpm::{ForwardPassMetrics, ForwardPassPerfModel, FpmError};
+use aic_core::{AicError, Engine, LatencyModel};
+
+/// Why a simulation stopped. The engine and the forward-pass model each report their own
+/// error type (the FPM layer sits above the engine), so the simulator, the top of this
+/// program, names both.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The engine could not price a step.
+    #[error(transparent)]
+    Engine(#[from] AicError),
+    /// The forward-pass model rejected the iteration's telemetry or could not price it.
+    #[error(transparent)]
+    Fpm(#[from] FpmError),
+    /// A regression forward-pass model without a fit has no estimate to give.
+    #[error("the forward-pass model has no estimate yet (a regression model without a fit)")]
+    NoFpmEstimate,
+    /// A sum of token counts does not fit an FPM counter (u32).
+    #[error("{what} = {total} does not fit an FPM counter (u32)")]
+    CounterOverflow {
+        /// The counter.
+        what: String,
+        /// The sum that overflowed it.
+        total: u64,
+    },
+}
+
+/// Result of the simulator.
+pub type Result<T, E = SimError> = std::result::Result<T, E>;
 
 /// One synthetic request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,11 +157,12 @@ pub struct EngineSteps<'a>(pub &'a dyn LatencyModel);
 
 impl StepPricer for EngineSteps<'_> {
     fn step_ms(&self, it: &Iteration) -> Result<f64> {
-        if it.ctx_tokens > 0 {
-            self.0.mixed_step_ms(it.ctx_tokens, it.decode_requests, it.isl, it.osl, 0)
+        let ms = if it.ctx_tokens > 0 {
+            self.0.mixed_step_ms(it.ctx_tokens, it.decode_requests, it.isl, it.osl, 0)?
         } else {
-            self.0.decode_step_ms(it.decode_requests, it.isl, it.osl)
-        }
+            self.0.decode_step_ms(it.decode_requests, it.isl, it.osl)?
+        };
+        Ok(ms)
     }
 }
 
@@ -157,15 +185,13 @@ impl FpmSteps<'_> {
 
 impl StepPricer for FpmSteps<'_> {
     fn step_ms(&self, it: &Iteration) -> Result<f64> {
-        self.0.estimate(&[Self::metrics(it)])?.ok_or_else(|| {
-            AicError::value("the forward-pass model has no estimate yet (a regression model without a fit)")
-        })
+        self.0.estimate(&[Self::metrics(it)])?.ok_or(SimError::NoFpmEstimate)
     }
 }
 
 /// A sum of token counts as an FPM counter (u32), or an error naming the counter.
 fn counter(what: &str, total: u64) -> Result<u32> {
-    u32::try_from(total).map_err(|_| AicError::value(format!("{what} = {total} does not fit an FPM counter (u32)")))
+    u32::try_from(total).map_err(|_| SimError::CounterOverflow { what: what.to_string(), total })
 }
 
 /// Progress of an admitted request.

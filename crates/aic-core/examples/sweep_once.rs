@@ -6,7 +6,7 @@
 //!
 //! `REQUEST.json` is the text `aic.serving_sweep.sweep` hands to `aic._aic.serving_sweep` (wrap
 //! that function to write its first argument to a file).
-fn main() -> aic_core::error::Result<()> {
+fn main() -> aic_core::serving::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
         eprintln!("usage: sweep_once REQUEST.json SYSTEMS_ROOT [REPEAT]");

@@ -1,5 +1,9 @@
-//! Typed errors of the core. Every failure the engine can report is one of these variants;
-//! the bindings map them onto Python exception classes (see `ErrorClass`).
+//! Typed errors of the core. Every failure the data, lookup, op and engine layers can report is
+//! one of these variants; the bindings map them onto Python exception classes (see `ErrorClass`).
+//!
+//! This module is the bottom of the crate and imports no other crate module: the layers above
+//! the engine define their own errors that wrap this one (`fpm::FpmError`,
+//! `serving::ServingError`), never the reverse, so the module graph has no cycle through here.
 
 use std::path::PathBuf;
 
@@ -37,10 +41,6 @@ pub enum AicError {
     /// version slot, a KV-cache request the memory model rejects, ...
     #[error("{0}")]
     Value(String),
-    /// Bad forward-pass-model input (FPM telemetry, tuning or options JSON, engine config JSON)
-    /// or a model the forward-pass estimator cannot compile (spec 42); shown as is.
-    #[error(transparent)]
-    Fpm(#[from] crate::fpm::FpmError),
     /// An op whose SOL path publishes no (math, mem) split was given to the SOL decomposition
     /// entry point (spec 20 §0.7: WideEP MLA, MoeDispatch, Overlap, a Fallback that used its
     /// chain) and its SOL time is not zero.
@@ -62,10 +62,6 @@ pub enum AicError {
     /// `reuse.yaml`. Not a missing-data error, so no `Fallback` or HYBRID estimate hides it.
     #[error("perf data provenance error: {message} ({path})")]
     Provenance { path: PathBuf, message: String },
-    /// The serving layer rejected an estimate or a sweep (spec 50): out of memory, a
-    /// zero context-token budget, no feasible configuration.
-    #[error(transparent)]
-    Serving(#[from] crate::serving::ServingError),
     /// One point of a batch call failed: its index and arguments, and why. Maps to the
     /// exception family of the underlying error.
     #[error("batch point {index} {point:?}: {source}")]
@@ -96,11 +92,9 @@ impl AicError {
             | AicError::SchemaVersion { .. }
             | AicError::WireFormat(_)
             | AicError::System(_)
-            | AicError::Value(_)
-            | AicError::Fpm(_) => ErrorClass::Value,
+            | AicError::Value(_) => ErrorClass::Value,
             AicError::NoSolDecomposition { .. } => ErrorClass::Value,
             AicError::Provenance { .. } => ErrorClass::Value,
-            AicError::Serving(_) => ErrorClass::Value,
             AicError::BatchPoint { source, .. } => source.class(),
         }
     }

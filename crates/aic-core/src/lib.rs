@@ -6,6 +6,10 @@
 //! -> `lookup` (interpolation per table family) -> `ops` (one file per op family) ->
 //! `engine` (step composition).
 //!
+//! Errors follow the same direction: `error` (`AicError`) is the bottom and imports no other
+//! module; the layers above the engine define their own errors that wrap it
+//! (`fpm::FpmError`, `serving::ServingError`). `tests/module_layering.rs` checks this.
+//!
 //! # From Rust
 //!
 //! Compile the engine spec ahead of time with the Python front end (once, outside the program):

@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use aic_core::data::parquet::RawTable;
 use aic_core::data::system::SystemSpec;
 use aic_core::data::versions::resolve_backend_version;
+use aic_core::fpm::FpmError;
 use aic_core::spec::{Op, SPEC_MAGIC};
 use aic_core::{AicError, Backend, BatchKind, Engine, EngineSpec, ErrorClass, RunMode};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
@@ -26,24 +27,47 @@ use serde_json::{json, Value};
 
 use fixtures::*;
 
-/// One bad input and what it must produce.
-struct Case {
+/// The typed error of one layer of the core: `AicError` (spec, data, lookups, engine) or the
+/// error of a layer above it that wraps it (`FpmError`).
+trait LayerError: std::fmt::Display + std::fmt::Debug {
+    /// The type's name as the doc shows it.
+    const TYPE: &'static str;
+    /// The exception family.
+    fn class(&self) -> ErrorClass;
+}
+
+impl LayerError for AicError {
+    const TYPE: &'static str = "AicError";
+    fn class(&self) -> ErrorClass {
+        AicError::class(self)
+    }
+}
+
+impl LayerError for FpmError {
+    const TYPE: &'static str = "FpmError";
+    fn class(&self) -> ErrorClass {
+        FpmError::class(self)
+    }
+}
+
+/// One bad input and what it must produce; `E` is the error type of the layer it calls.
+struct Case<E = AicError> {
     /// Stable id, the first column of the doc table.
     id: &'static str,
     /// The bad input, as the doc describes it.
     input: &'static str,
-    /// The `AicError` variant expected.
+    /// The variant of `E` expected.
     variant: &'static str,
     /// The exception family expected.
     class: ErrorClass,
     /// A part of the message that says what is wrong (and, where it applies, what fixes it).
     fragment: &'static str,
     /// Feeds the input to the engine; must return the error.
-    run: fn() -> aic_core::Result<()>,
+    run: fn() -> Result<(), E>,
 }
 
 /// The variant name of an error (`WireFormat`, `SchemaVersion`, ...), from its `Debug` form.
-fn variant_name(e: &AicError) -> String {
+fn variant_name(e: &impl std::fmt::Debug) -> String {
     let debug = format!("{e:?}");
     debug
         .split(|c: char| !c.is_alphanumeric())
@@ -62,7 +86,7 @@ fn python_class(class: ErrorClass) -> &'static str {
     }
 }
 
-fn ignore<T>(r: aic_core::Result<T>) -> aic_core::Result<()> {
+fn ignore<T, E>(r: Result<T, E>) -> Result<(), E> {
     r.map(|_| ())
 }
 
@@ -1239,10 +1263,17 @@ fn cases() -> Vec<Case> {
                 ignore(shadow.engine(spec))
             },
         },
+    ]
+}
+
+/// The cases of the forward-pass model, whose calls return `FpmError` (the FPM layer sits
+/// above the engine; its error wraps `AicError`).
+fn fpm_cases() -> Vec<Case<FpmError>> {
+    vec![
         Case {
             id: "fpm-options-unknown",
             input: "FPM options `{\"bucket_cont\": 4}` (a misspelt option name)",
-            variant: "Fpm",
+            variant: "OptionsJson",
             class: ErrorClass::Value,
             fragment: "invalid options JSON: unknown field \"bucket_cont\" in options; valid fields: max_observations,",
             run: || ignore(aic_core::fpm::ForwardPassPerfModel::from_regression(Some(r#"{"bucket_cont":4}"#))),
@@ -1250,7 +1281,7 @@ fn cases() -> Vec<Case> {
         Case {
             id: "fpm-options-list",
             input: "FPM options given as the JSON list `[64, 5]`",
-            variant: "Fpm",
+            variant: "OptionsJson",
             class: ErrorClass::Value,
             fragment: "invalid options JSON: options must be a JSON object, got a list",
             run: || ignore(aic_core::fpm::ForwardPassPerfModel::from_regression(Some("[64, 5]"))),
@@ -1258,7 +1289,7 @@ fn cases() -> Vec<Case> {
         Case {
             id: "fpm-counters-misplaced",
             input: "FPM record with `num_decode_requests` at the top level instead of in `scheduled_requests`",
-            variant: "Fpm",
+            variant: "Payload",
             class: ErrorClass::Value,
             fragment: "invalid FPM payload: unknown field \"num_decode_requests\" in the FPM record",
             run: || {
@@ -1269,7 +1300,7 @@ fn cases() -> Vec<Case> {
         Case {
             id: "fpm-wall-time-negative",
             input: "tuning iteration whose record has `wall_time: -1`",
-            variant: "Fpm",
+            variant: "InvalidMetrics",
             class: ErrorClass::Value,
             fragment: "invalid forward pass metrics: wall_time must be a finite number of seconds >= 0 (0: not measured), got -1",
             run: || {
@@ -1277,11 +1308,130 @@ fn cases() -> Vec<Case> {
                 m.tune_with_fpms(r#"[[{"wall_time":-1,"scheduled_requests":{"num_decode_requests":1}}]]"#)
             },
         },
+        Case {
+            id: "args-decode-too-many-steps",
+            input: "summed decode of `osl` 2^32 − 1 (stride 32): 134 million priced steps, hours of work before the overflow check",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "the decode phase would price 134217728 steps one by one (osl 4294967295, stride 32)",
+            run: || ignore(shipped_engine().decode_latency_ms(1, 128, u32::MAX)),
+        },
+        Case {
+            id: "serving-request-osl-zero",
+            input: "serving request (static) with `osl` 0 (the reference prices it as 1)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "osl must be a positive integer (output tokens per request, the first one included), got 0",
+            run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "static", "isl": 128, "osl": 0, "batch_size": 1}"#, None)),
+        },
+        Case {
+            id: "serving-request-workers-zero",
+            input: "disagg serving request with 0 prefill workers (priced a TTFT and 0 tokens/s/gpu)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "prefill_num_workers must be a positive integer (workers of that role), got 0",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "disagg", "isl": 128, "osl": 64, "prefill": {"batch_size": 1, "num_workers": 0},
+                        "decode": {"batch_size": 8, "num_workers": 1}}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-fraction",
+            input: "agg serving request with `free_gpu_memory_fraction` 1.5",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "free_gpu_memory_fraction must be a finite number in (0, 1]",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "agg", "isl": 128, "osl": 64, "batch_size": 8, "free_gpu_memory_fraction": 1.5}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-short-kv-slot",
+            input: "agg serving request with `max_seq_len` 1024 < `isl + osl` 2048",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "max_seq_len must be at least isl + osl = 2048",
+            run: || {
+                ignore(aic_core::serving::estimate_json(
+                    r#"{"mode": "agg", "isl": 1024, "osl": 1024, "batch_size": 8, "max_seq_len": 1024}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "serving-request-nan",
+            input: "serving request JSON holding `NaN` (as Python's `json.dumps` writes it)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "(the request holds NaN or Infinity, which JSON has not: pass finite numbers)",
+            run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "agg", "isl": 128, "osl": 64, "nextn_accepted": NaN}"#, None)),
+        },
+        Case {
+            id: "sweep-request-latency-negative",
+            input: "sweep request with `request_latency` -1",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "request_latency must be a finite number > 0 (the end-to-end latency target in ms), got -1",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": 2000.0, "tpot": 30.0, "request_latency": -1.0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "sweep-request-top-n-zero",
+            input: "sweep request with `top_n` 0 (returned no configuration)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "top_n must be a positive integer (best configurations kept per experiment), got 0",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": 2000.0, "tpot": 30.0, "top_n": 0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "calibration-constant-huge",
+            input: "calibration constants whose `ttft_overhead_ms` is 1e308 (every calibrated TTFT came out `inf`)",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "calibration group '*/*/*': ttft_overhead_ms must be a finite number in [0, 60000], got 1e308",
+            run: || {
+                ignore(aic_core::serving::Calibration::from_json(
+                    r#"{"version": 1, "groups": {"*/*/*": {"tpot_scale": 1.0, "tpot_overhead_ms": 0.0, "ttft_scale": 1.0,
+                        "ttft_queue": 0.0, "ttft_overhead_ms": 1e308}}}"#,
+                ))
+            },
+        },
     ]
 }
 
+/// What a case's error turned out to be, in the terms the doc shows.
+struct Caught {
+    /// `AicError::WireFormat`, `FpmError::OptionsJson`, ...
+    variant: String,
+    /// The full message.
+    message: String,
+}
+
+/// A case after running it: what the doc shows of it, and its error (or why it failed).
+struct Checked {
+    id: &'static str,
+    input: &'static str,
+    class: ErrorClass,
+    outcome: Result<Caught, String>,
+}
+
 /// Runs a case: it must return an error (a panic is reported as such, not propagated).
-fn error_of(case: &Case) -> Result<AicError, String> {
+fn error_of<E: LayerError>(case: &Case<E>) -> Result<E, String> {
     match catch_unwind(AssertUnwindSafe(case.run)) {
         Ok(Err(e)) => Ok(e),
         Ok(Ok(())) => Err(format!(
@@ -1293,39 +1443,41 @@ fn error_of(case: &Case) -> Result<AicError, String> {
 }
 
 /// Runs a case and checks its error against the expectation.
-fn check(case: &Case) -> Result<AicError, String> {
-    let err = error_of(case)?;
-    let message = err.to_string();
-    let variant = variant_name(&err);
-    if variant != case.variant || err.class() != case.class {
-        return Err(format!(
-            "{}: expected AicError::{} ({:?}), got AicError::{variant} ({:?}): {message}",
-            case.id,
-            case.variant,
-            case.class,
-            err.class()
-        ));
-    }
-    if !message.contains(case.fragment) {
-        return Err(format!(
-            "{}: the message lacks {:?}:\n{message}",
-            case.id, case.fragment
-        ));
-    }
-    Ok(err)
+fn check<E: LayerError>(case: &Case<E>) -> Checked {
+    let outcome = (|| {
+        let err = error_of(case)?;
+        let message = err.to_string();
+        let variant = variant_name(&err);
+        if variant != case.variant || err.class() != case.class {
+            return Err(format!(
+                "{}: expected {}::{} ({:?}), got {}::{variant} ({:?}): {message}",
+                case.id,
+                E::TYPE,
+                case.variant,
+                case.class,
+                E::TYPE,
+                err.class()
+            ));
+        }
+        if !message.contains(case.fragment) {
+            return Err(format!(
+                "{}: the message lacks {:?}:\n{message}",
+                case.id, case.fragment
+            ));
+        }
+        Ok(Caught { variant: format!("{}::{variant}", E::TYPE), message })
+    })();
+    Checked { id: case.id, input: case.input, class: case.class, outcome }
 }
 
-/// Every case run once per test process (both tests below read the outcomes).
-fn outcomes() -> &'static [(Case, Result<AicError, String>)] {
-    static OUTCOMES: OnceLock<Vec<(Case, Result<AicError, String>)>> = OnceLock::new();
+/// Every case run once per test process (both tests below read the outcomes), core cases
+/// first, then those of the layers above.
+fn outcomes() -> &'static [Checked] {
+    static OUTCOMES: OnceLock<Vec<Checked>> = OnceLock::new();
     OUTCOMES.get_or_init(|| {
-        cases()
-            .into_iter()
-            .map(|case| {
-                let outcome = check(&case);
-                (case, outcome)
-            })
-            .collect()
+        let core = cases().iter().map(check).collect::<Vec<_>>();
+        let fpm = fpm_cases().iter().map(check).collect::<Vec<_>>();
+        core.into_iter().chain(fpm).collect()
     })
 }
 
@@ -1333,7 +1485,7 @@ fn outcomes() -> &'static [(Case, Result<AicError, String>)] {
 fn every_bad_input_gives_its_typed_error() {
     let failures: Vec<&String> = outcomes()
         .iter()
-        .filter_map(|(_, o)| o.as_ref().err())
+        .filter_map(|c| c.outcome.as_ref().err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -1350,8 +1502,7 @@ fn every_bad_input_gives_its_typed_error() {
 
 #[test]
 fn case_ids_are_unique_and_enough() {
-    let cases = cases();
-    let mut ids: Vec<&str> = cases.iter().map(|c| c.id).collect();
+    let mut ids: Vec<&str> = cases().iter().map(|c| c.id).chain(fpm_cases().iter().map(|c| c.id)).collect();
     ids.sort_unstable();
     let before = ids.len();
     ids.dedup();
@@ -1364,18 +1515,18 @@ fn render_rust_section() -> String {
     let mut out = String::from(
         "| id | bad input | core error | Python exception | message |\n|---|---|---|---|---|\n",
     );
-    for (case, outcome) in outcomes() {
-        let message = match outcome {
-            Ok(err) => doc_table::doc_message(&err.to_string()),
+    for case in outcomes() {
+        let caught = match &case.outcome {
+            Ok(caught) => caught,
             Err(failure) => panic!("fix the failing case before checking the doc: {failure}"),
         };
         out.push_str(&format!(
-            "| `{}` | {} | `AicError::{}` | `{}` | {} |\n",
+            "| `{}` | {} | `{}` | `{}` | {} |\n",
             case.id,
             case.input.replace('|', "\\|"),
-            case.variant,
+            caught.variant,
             python_class(case.class),
-            message
+            doc_table::doc_message(&caught.message)
         ));
     }
     out

@@ -450,7 +450,7 @@ fn model_is_shared_across_threads() {
 // `F(nd, nd·(isl+1))` = one decode step, mixed `F(1, isl, 0, nd, nd·(isl+2))` =
 // `mixed_step(isl, g, isl, 2)` with `nd = g·(nextn+1)`.
 
-fn same(ours: aic_core::Result<f64>, engine: aic_core::Result<f64>, what: &str) {
+fn same(ours: aic_core::fpm::Result<f64>, engine: aic_core::Result<f64>, what: &str) {
     match (ours, engine) {
         (Ok(a), Ok(b)) => {
             let rel = if b == 0.0 { a.abs() } else { ((a - b) / b).abs() };

@@ -33,7 +33,7 @@ fn est(m: &ForwardPassPerfModel, rank: &Value) -> Option<f64> {
     m.estimate_forward_pass_time_ms(&rank.to_string()).unwrap()
 }
 
-fn err(r: aic_core::Result<impl std::fmt::Debug>) -> String {
+fn err(r: aic_core::fpm::Result<impl std::fmt::Debug>) -> String {
     let e = r.unwrap_err();
     assert_eq!(e.class(), ErrorClass::Value, "{e}");
     e.to_string()

@@ -1,7 +1,7 @@
 //! Op-level calls a Rust caller makes on a compiled engine (spec 40 §8.3, §9): index-addressed
 //! evaluation of the compiled op lists, the per-op decode and mixed steps, the data-plane
 //! views (attention-lane densities, nested table views), the util-level tables and op JSON,
-//! against the reference's answers recorded in `goldens/pending/surface.json` for the checked-in
+//! against the reference's answers recorded in `goldens/surface.json` for the checked-in
 //! example spec (Qwen/Qwen3-32B, h200_sxm, vllm 0.24.0, tp 2).
 
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ fn example_engine() -> Engine {
 }
 
 fn surface() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../goldens/pending/surface.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../goldens/surface.json");
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -160,9 +160,6 @@ fn data_plane_views_match_the_reference() {
     }
     for r in records(&case, "table_view_json") {
         let attribute = r["args"]["attribute"].as_str().unwrap();
-        if attribute == "_gemm_data" {
-            continue; // 6.9 MB; checked by the surface parity family
-        }
         let got = engine.table_view_json(attribute);
         match (r.get("error"), &r["result"]) {
             (Some(e), _) => {
@@ -174,7 +171,12 @@ fn data_plane_views_match_the_reference() {
             (None, reference) => {
                 let text = got.unwrap().unwrap();
                 assert_eq!(text.len() as u64, reference["length"].as_u64().unwrap(), "{attribute}");
-                assert_eq!(text, reference["text"].as_str().unwrap(), "{attribute}");
+                // The GEMM view (6.9 MB) is recorded by its SHA-256 only, which the surface
+                // parity family checks; here its length and opening bytes.
+                match reference["text"].as_str() {
+                    Some(reference_text) => assert_eq!(text, reference_text, "{attribute}"),
+                    None => assert!(text.starts_with("{\"bfloat16\":{\""), "{attribute}: {}", &text[..80]),
+                }
             }
         }
     }

@@ -9,13 +9,20 @@
 //!
 //! The message is always the core error's `Display` text. A panic inside the core never
 //! crosses the boundary: it is caught and raised as `RuntimeError("internal error in aic: …")`.
+//!
+//! The forward-pass model and the serving level report their own errors (`FpmError`,
+//! `ServingError`), each wrapping `AicError` for what fails underneath: a wrapped core error
+//! maps as above, their own variants by their `class()` (the serving calls refine those with
+//! [`serving_error`]).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use aic_core::fpm::FpmError;
+use aic_core::serving::ServingError;
 use aic_core::{AicError, ErrorClass};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError, PyZeroDivisionError};
 use pyo3::PyErr;
 
 create_exception!(
@@ -40,8 +47,12 @@ create_exception!(
 /// Why a guarded core call did not produce a value. `Send`, so it can leave a GIL-free section.
 #[derive(Debug)]
 pub enum Failure {
-    /// The core returned an error.
+    /// The core (spec, data, engine) returned an error.
     Core(AicError),
+    /// The forward-pass model returned an error.
+    Fpm(FpmError),
+    /// The serving level returned an error.
+    Serving(ServingError),
     /// The core panicked; the payload's message, if it had one.
     Panic(String),
 }
@@ -52,10 +63,24 @@ impl From<AicError> for Failure {
     }
 }
 
+impl From<FpmError> for Failure {
+    fn from(e: FpmError) -> Self {
+        Failure::Fpm(e)
+    }
+}
+
+impl From<ServingError> for Failure {
+    fn from(e: ServingError) -> Self {
+        Failure::Serving(e)
+    }
+}
+
 impl From<Failure> for PyErr {
     fn from(f: Failure) -> PyErr {
         match f {
             Failure::Core(e) => core_error(&e),
+            Failure::Fpm(e) => class_error(e.class(), e.to_string()),
+            Failure::Serving(e) => class_error(e.class(), e.to_string()),
             Failure::Panic(msg) => PyRuntimeError::new_err(format!(
                 "internal error in aic (a bug; please report it): {msg}"
             )),
@@ -65,13 +90,34 @@ impl From<Failure> for PyErr {
 
 /// The Python exception for a core error.
 pub fn core_error(e: &AicError) -> PyErr {
-    let msg = e.to_string();
-    match e.class() {
+    class_error(e.class(), e.to_string())
+}
+
+/// The Python exception of an error family, with its message.
+fn class_error(class: ErrorClass, msg: String) -> PyErr {
+    match class {
         ErrorClass::PerfDataNotAvailable => PerfDataNotAvailableError::new_err(msg),
         ErrorClass::EmpiricalNotImplemented => EmpiricalNotImplementedError::new_err(msg),
         ErrorClass::MissingSystemFlops => MissingSystemFlopsError::new_err(msg),
         ErrorClass::Value => PyValueError::new_err(msg),
     }
+}
+
+/// Maps a failed serving call onto the exception the reference raises: the serving layer's
+/// own errors by [`ServingError::python_class`] (`RuntimeError` for out of memory and no
+/// feasible configuration, `ZeroDivisionError`, `ValueError`), a wrapped core error as usual.
+pub fn serving_error(f: Failure) -> PyErr {
+    if let Failure::Serving(e) = &f {
+        if !matches!(e, ServingError::Core(_)) {
+            let msg = e.to_string();
+            return match e.python_class() {
+                "RuntimeError" | "NoFeasibleConfigError" => PyRuntimeError::new_err(msg),
+                "ZeroDivisionError" => PyZeroDivisionError::new_err(msg),
+                _ => PyValueError::new_err(msg),
+            };
+        }
+    }
+    PyErr::from(f)
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -84,11 +130,26 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Runs a core call, turning both its error and any panic into a [`Failure`].
-pub fn guarded<T>(f: impl FnOnce() -> aic_core::Result<T>) -> Result<T, Failure> {
+/// Runs a call of any layer, turning both its error and any panic into a [`Failure`].
+fn guard<T, E: Into<Failure>>(f: impl FnOnce() -> Result<T, E>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Failure::Core(e)),
+        Ok(Err(e)) => Err(e.into()),
         Err(payload) => Err(Failure::Panic(panic_message(payload.as_ref()))),
     }
+}
+
+/// Runs a core call, turning both its error and any panic into a [`Failure`].
+pub fn guarded<T>(f: impl FnOnce() -> aic_core::Result<T>) -> Result<T, Failure> {
+    guard(f)
+}
+
+/// [`guarded`] for a call of the forward-pass model.
+pub fn guarded_fpm<T>(f: impl FnOnce() -> aic_core::fpm::Result<T>) -> Result<T, Failure> {
+    guard(f)
+}
+
+/// [`guarded`] for a call of the serving level.
+pub fn guarded_serving<T>(f: impl FnOnce() -> aic_core::serving::Result<T>) -> Result<T, Failure> {
+    guard(f)
 }

@@ -4,7 +4,8 @@
 //! [`guarded`], so a core error becomes the matching Python exception and a panic becomes a
 //! `RuntimeError` instead of unwinding into the interpreter. Integer arguments are `u32` at
 //! the boundary: PyO3's extraction raises `OverflowError` for a negative value or one of
-//! 2^32 or more before anything runs.
+//! 2^32 or more before anything runs, and the engine's counts ([`count::Count`]) refuse a
+//! `bool` with `TypeError`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -27,12 +28,16 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::{
-    guarded, EmpiricalNotImplementedError, MissingSystemFlopsError, PerfDataNotAvailableError,
+    guarded, guarded_serving, serving_error, EmpiricalNotImplementedError, MissingSystemFlopsError,
+    PerfDataNotAvailableError,
 };
 
+mod count;
 mod replay;
 mod surface;
 mod views;
+
+use count::Count;
 
 /// One per-op row as Python sees it: `(name, latency_ms, energy_wms, source)`.
 type OpRow = (String, f64, f64, &'static str);
@@ -189,39 +194,42 @@ impl AicEngine {
     }
 
     /// Context-phase (prefill) time of a batch, ms. `isl` includes the cached `prefix`.
-    #[pyo3(signature = (bs, isl, prefix=0))]
+    #[pyo3(signature = (bs, isl, prefix=Count(0)), text_signature = "($self, bs, isl, prefix=0)")]
     fn predict_prefill_latency(
         &self,
         py: Python<'_>,
-        bs: u32,
-        isl: u32,
-        prefix: u32,
+        bs: Count,
+        isl: Count,
+        prefix: Count,
     ) -> PyResult<f64> {
+        let (bs, isl, prefix) = (bs.0, isl.0, prefix.0);
         self.run(py, |e| e.prefill_latency_ms(bs, isl, prefix))
     }
 
     /// Generation-phase time to produce `osl` tokens after the prefill (`osl − 1` steps), ms.
-    #[pyo3(signature = (bs, isl, osl=2))]
-    fn predict_decode_latency(&self, py: Python<'_>, bs: u32, isl: u32, osl: u32) -> PyResult<f64> {
+    #[pyo3(signature = (bs, isl, osl=Count(2)), text_signature = "($self, bs, isl, osl=2)")]
+    fn predict_decode_latency(&self, py: Python<'_>, bs: Count, isl: Count, osl: Count) -> PyResult<f64> {
+        let (bs, isl, osl) = (bs.0, isl.0, osl.0);
         self.run(py, |e| e.decode_latency_ms(bs, isl, osl))
     }
 
     /// Time of one iteration mixing `ctx_tokens` prefill tokens and `gen_tokens` decodes, ms.
     #[pyo3(signature = (
-        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        ctx_tokens, gen_tokens, isl, osl, prefix=Count(0),
         seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
-    ))]
+    ), text_signature = "($self, ctx_tokens, gen_tokens, isl, osl, prefix=0, seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0)")]
     fn mixed_step_latency(
         &self,
         py: Python<'_>,
-        ctx_tokens: u32,
-        gen_tokens: u32,
-        isl: u32,
-        osl: u32,
-        prefix: u32,
+        ctx_tokens: Count,
+        gen_tokens: Count,
+        isl: Count,
+        osl: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         gen_seq_imbalance_correction_scale: f64,
     ) -> PyResult<f64> {
+        let (ctx_tokens, gen_tokens, isl, osl, prefix) = (ctx_tokens.0, gen_tokens.0, isl.0, osl.0, prefix.0);
         self.run(py, |e| {
             e.mixed_step_latency_ms(
                 ctx_tokens,
@@ -237,20 +245,21 @@ impl AicEngine {
 
     /// The four parts of `mixed_step_latency` (same arguments), as a list of floats.
     #[pyo3(signature = (
-        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        ctx_tokens, gen_tokens, isl, osl, prefix=Count(0),
         seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
-    ))]
+    ), text_signature = "($self, ctx_tokens, gen_tokens, isl, osl, prefix=0, seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0)")]
     fn mixed_step_breakdown(
         &self,
         py: Python<'_>,
-        ctx_tokens: u32,
-        gen_tokens: u32,
-        isl: u32,
-        osl: u32,
-        prefix: u32,
+        ctx_tokens: Count,
+        gen_tokens: Count,
+        isl: Count,
+        osl: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         gen_seq_imbalance_correction_scale: f64,
     ) -> PyResult<Vec<f64>> {
+        let (ctx_tokens, gen_tokens, isl, osl, prefix) = (ctx_tokens.0, gen_tokens.0, isl.0, osl.0, prefix.0);
         let parts = self.run(py, |e| {
             e.mixed_step_breakdown(
                 ctx_tokens,
@@ -270,11 +279,12 @@ impl AicEngine {
     fn decode_step_latency(
         &self,
         py: Python<'_>,
-        gen_tokens: u32,
-        isl: u32,
-        osl: u32,
+        gen_tokens: Count,
+        isl: Count,
+        osl: Count,
         gen_seq_imbalance_correction_scale: f64,
     ) -> PyResult<f64> {
+        let (gen_tokens, isl, osl) = (gen_tokens.0, isl.0, osl.0);
         self.run(py, |e| {
             e.decode_step_latency_ms(gen_tokens, isl, osl, gen_seq_imbalance_correction_scale)
         })
@@ -282,23 +292,24 @@ impl AicEngine {
 
     /// A static run: `(context_ms, generation_ms, total_ms)`.
     #[pyo3(signature = (
-        batch_size, beam_width, isl, osl, prefix=0,
+        batch_size, beam_width, isl, osl, prefix=Count(0),
         seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0,
-        mode="static", stride=32
-    ))]
+        mode="static", stride=Count(32)
+    ), text_signature = "($self, batch_size, beam_width, isl, osl, prefix=0, seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0, mode=\"static\", stride=32)")]
     fn run_static(
         &self,
         py: Python<'_>,
-        batch_size: u32,
-        beam_width: u32,
-        isl: u32,
-        osl: u32,
-        prefix: u32,
+        batch_size: Count,
+        beam_width: Count,
+        isl: Count,
+        osl: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         gen_seq_imbalance_correction_scale: f64,
         mode: &str,
-        stride: u32,
+        stride: Count,
     ) -> PyResult<(f64, f64, f64)> {
+        let (batch_size, beam_width, isl, osl, prefix, stride) = (batch_size.0, beam_width.0, isl.0, osl.0, prefix.0, stride.0);
         let run = static_run(
             batch_size,
             beam_width,
@@ -317,23 +328,24 @@ impl AicEngine {
     /// A static run per op: `(context_rows, generation_rows)`, each row
     /// `(name, latency_ms, energy_wms, source)`, folded by op name.
     #[pyo3(signature = (
-        batch_size, beam_width, isl, osl, prefix=0,
+        batch_size, beam_width, isl, osl, prefix=Count(0),
         seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0,
-        mode="static", stride=32
-    ))]
+        mode="static", stride=Count(32)
+    ), text_signature = "($self, batch_size, beam_width, isl, osl, prefix=0, seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0, mode=\"static\", stride=32)")]
     fn run_static_per_op(
         &self,
         py: Python<'_>,
-        batch_size: u32,
-        beam_width: u32,
-        isl: u32,
-        osl: u32,
-        prefix: u32,
+        batch_size: Count,
+        beam_width: Count,
+        isl: Count,
+        osl: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         gen_seq_imbalance_correction_scale: f64,
         mode: &str,
-        stride: u32,
+        stride: Count,
     ) -> PyResult<(Vec<OpRow>, Vec<OpRow>)> {
+        let (batch_size, beam_width, isl, osl, prefix, stride) = (batch_size.0, beam_width.0, isl.0, osl.0, prefix.0, stride.0);
         let run = static_run(
             batch_size,
             beam_width,
@@ -351,19 +363,20 @@ impl AicEngine {
 
     /// Evaluates a JSON list of ops in one pass: rows `(name, latency_ms, energy_wms, source)`.
     #[pyo3(signature = (
-        ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None
-    ))]
+        ops_json, is_context, batch_size, s, prefix=Count(0), imbalance_correction_scale=1.0, x=None
+    ), text_signature = "($self, ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None)")]
     fn evaluate_ops_json(
         &self,
         py: Python<'_>,
         ops_json: &str,
         is_context: bool,
-        batch_size: u32,
-        s: u32,
-        prefix: u32,
+        batch_size: Count,
+        s: Count,
+        prefix: Count,
         imbalance_correction_scale: f64,
         x: Option<u64>,
     ) -> PyResult<Vec<OpRow>> {
+        let (batch_size, s, prefix) = (batch_size.0, s.0, prefix.0);
         let rows = self.run(py, |e| {
             e.evaluate_ops_json(
                 ops_json,
@@ -383,19 +396,20 @@ impl AicEngine {
     /// SOL path publishes no compute/memory split (MoeDispatch, Overlap, a Fallback answered by
     /// its chain) raises `ValueError` unless its SOL result is zero.
     #[pyo3(signature = (
-        ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None
-    ))]
+        ops_json, is_context, batch_size, s, prefix=Count(0), imbalance_correction_scale=1.0, x=None
+    ), text_signature = "($self, ops_json, is_context, batch_size, s, prefix=0, imbalance_correction_scale=1.0, x=None)")]
     fn evaluate_ops_sol_json(
         &self,
         py: Python<'_>,
         ops_json: &str,
         is_context: bool,
-        batch_size: u32,
-        s: u32,
-        prefix: u32,
+        batch_size: Count,
+        s: Count,
+        prefix: Count,
         imbalance_correction_scale: f64,
         x: Option<u64>,
     ) -> PyResult<Vec<(String, f64, f64, f64)>> {
+        let (batch_size, s, prefix) = (batch_size.0, s.0, prefix.0);
         let rows = self.run(py, |e| {
             e.evaluate_ops_sol_json(
                 ops_json,
@@ -495,11 +509,12 @@ impl AicEngine {
     fn decode_step_per_op(
         &self,
         py: Python<'_>,
-        gen_tokens: u32,
-        isl: u32,
-        osl: u32,
+        gen_tokens: Count,
+        isl: Count,
+        osl: Count,
         gen_seq_imbalance_correction_scale: f64,
     ) -> PyResult<Vec<OpRow>> {
+        let (gen_tokens, isl, osl) = (gen_tokens.0, isl.0, osl.0);
         let rows = self.run(py, |e| {
             e.decode_step_per_op(gen_tokens, isl, osl, gen_seq_imbalance_correction_scale)
         })?;
@@ -510,20 +525,21 @@ impl AicEngine {
     /// `(shared_non_attention, context_attention, decode_attention)`, each a list of rows
     /// `(name, latency_ms, energy_wms, source)` folded by op name.
     #[pyo3(signature = (
-        ctx_tokens, gen_tokens, isl, osl, prefix=0,
+        ctx_tokens, gen_tokens, isl, osl, prefix=Count(0),
         seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0
-    ))]
+    ), text_signature = "($self, ctx_tokens, gen_tokens, isl, osl, prefix=0, seq_imbalance_correction_scale=1.0, gen_seq_imbalance_correction_scale=1.0)")]
     fn mixed_step_breakdown_per_op(
         &self,
         py: Python<'_>,
-        ctx_tokens: u32,
-        gen_tokens: u32,
-        isl: u32,
-        osl: u32,
-        prefix: u32,
+        ctx_tokens: Count,
+        gen_tokens: Count,
+        isl: Count,
+        osl: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         gen_seq_imbalance_correction_scale: f64,
     ) -> PyResult<(Vec<OpRow>, Vec<OpRow>, Vec<OpRow>)> {
+        let (ctx_tokens, gen_tokens, isl, osl, prefix) = (ctx_tokens.0, gen_tokens.0, isl.0, osl.0, prefix.0);
         let [shared, context, decode] = self.run(py, |e| {
             e.mixed_step_breakdown_per_op(
                 ctx_tokens,
@@ -541,17 +557,18 @@ impl AicEngine {
     /// Evaluates the compiled context ops at `indices` (positions in `context_ops`, repeats
     /// allowed) at one context shape: rows `(name, latency_ms, energy_wms, source)`, folded by
     /// op name. An index out of range raises `ValueError`.
-    #[pyo3(signature = (indices, batch_size, s, prefix=0, seq_imbalance_correction_scale=1.0, x=None))]
+    #[pyo3(signature = (indices, batch_size, s, prefix=Count(0), seq_imbalance_correction_scale=1.0, x=None), text_signature = "($self, indices, batch_size, s, prefix=0, seq_imbalance_correction_scale=1.0, x=None)")]
     fn evaluate_context_ops(
         &self,
         py: Python<'_>,
         indices: Vec<usize>,
-        batch_size: u32,
-        s: u32,
-        prefix: u32,
+        batch_size: Count,
+        s: Count,
+        prefix: Count,
         seq_imbalance_correction_scale: f64,
         x: Option<u64>,
     ) -> PyResult<Vec<OpRow>> {
+        let (batch_size, s, prefix) = (batch_size.0, s.0, prefix.0);
         let rows = self.run(py, |e| {
             e.evaluate_context_ops(&indices, batch_size, s, prefix, seq_imbalance_correction_scale, x)
         })?;
@@ -560,17 +577,18 @@ impl AicEngine {
 
     /// Evaluates the compiled generation ops at `indices` at one decode shape (beam 1, KV
     /// position `s`): rows as `evaluate_context_ops`.
-    #[pyo3(signature = (indices, batch_size, s, gen_seq_imbalance_correction_scale=1.0, prefix=0, x=None))]
+    #[pyo3(signature = (indices, batch_size, s, gen_seq_imbalance_correction_scale=1.0, prefix=Count(0), x=None), text_signature = "($self, indices, batch_size, s, gen_seq_imbalance_correction_scale=1.0, prefix=0, x=None)")]
     fn evaluate_generation_ops(
         &self,
         py: Python<'_>,
         indices: Vec<usize>,
-        batch_size: u32,
-        s: u32,
+        batch_size: Count,
+        s: Count,
         gen_seq_imbalance_correction_scale: f64,
-        prefix: u32,
+        prefix: Count,
         x: Option<u64>,
     ) -> PyResult<Vec<OpRow>> {
+        let (batch_size, s, prefix) = (batch_size.0, s.0, prefix.0);
         let rows = self.run(py, |e| {
             e.evaluate_generation_ops(&indices, batch_size, s, gen_seq_imbalance_correction_scale, prefix, x)
         })?;
@@ -857,7 +875,7 @@ fn estimate_kv_cache_unbuilt(
 #[pyo3(signature = (request_json, systems_path=None))]
 fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
     let root = systems_root(py, systems_path)?;
-    py.detach(|| guarded(|| aic_core::serving::estimate_json(request_json, Some(&root))))
+    py.detach(|| guarded_serving(|| aic_core::serving::estimate_json(request_json, Some(&root))))
         .map_err(serving_error)
 }
 
@@ -866,7 +884,7 @@ fn serving_estimate(py: Python<'_>, request_json: &str, systems_path: Option<Pat
 /// HYBRID factors, a class scale); `None` when the document is usable.
 #[pyfunction]
 fn check_calibration(text: &str) -> PyResult<()> {
-    guarded(|| aic_core::serving::Calibration::from_json(text).map(|_| ())).map_err(PyErr::from)
+    guarded_serving(|| aic_core::serving::Calibration::from_json(text).map(|_| ())).map_err(PyErr::from)
 }
 
 /// The deployment sweep (spec 50 §9, `cli_default`): `request_json` is an
@@ -876,7 +894,7 @@ fn check_calibration(text: &str) -> PyResult<()> {
 #[pyo3(signature = (request_json, systems_path=None))]
 fn serving_sweep(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
     let root = systems_root(py, systems_path)?;
-    py.detach(|| guarded(|| aic_core::serving::sweep::sweep_json(request_json, Some(&root))))
+    py.detach(|| guarded_serving(|| aic_core::serving::sweep::sweep_json(request_json, Some(&root))))
         .map_err(serving_error)
 }
 
@@ -911,21 +929,6 @@ fn prefetch_tables(
         })
         .unwrap_or(false)
     }))
-}
-
-/// Maps serving errors onto the reference's exception classes; other errors as usual.
-fn serving_error(f: crate::errors::Failure) -> PyErr {
-    use pyo3::exceptions::{PyRuntimeError, PyZeroDivisionError};
-    if let crate::errors::Failure::Core(aic_core::AicError::Serving(e)) = &f {
-        let msg = e.to_string();
-        return match e.python_class() {
-            "RuntimeError" => PyRuntimeError::new_err(msg),
-            "ZeroDivisionError" => PyZeroDivisionError::new_err(msg),
-            "NoFeasibleConfigError" => PyRuntimeError::new_err(msg),
-            _ => PyValueError::new_err(msg),
-        };
-    }
-    PyErr::from(f)
 }
 
 /// Registers everything on the module object.

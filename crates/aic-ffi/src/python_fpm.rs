@@ -2,8 +2,8 @@
 //!
 //! Bindings only: the model lives in `aic_core::fpm`. This module turns Python arguments
 //! (dicts, lists or JSON text) into the JSON the core reads, runs every core call with the GIL
-//! released behind [`guarded`] (core errors become the usual Python exceptions, a panic a
-//! `RuntimeError`), and lets the core's `from_native` / `best_available` compile the model
+//! released behind [`guarded_fpm`](crate::errors::guarded_fpm) (`FpmError`s become the usual
+//! Python exceptions, a panic a `RuntimeError`), and lets the core's `from_native` / `best_available` compile the model
 //! through the Python front end (`aic.fpm.compile_request`, or a caller-supplied compiler),
 //! re-taking the GIL only for that call.
 
@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::errors::guarded;
+use crate::errors::guarded_fpm;
 use crate::python::AicEngine;
 
 /// Name of the Python class (also appended to the module's `__all__`).
@@ -264,7 +264,7 @@ fn build_native(
         |request: &CompileRequest| Python::attach(|py| run_compiler(compiler.bind(py), request));
     let model = py
         .detach(|| {
-            guarded(|| match build {
+            guarded_fpm(|| match build {
                 NativeBuild::Strict => CoreModel::from_native(&config, options.as_deref(), compile),
                 NativeBuild::WithFallback => {
                     CoreModel::best_available(&config, options.as_deref(), compile)
@@ -314,10 +314,10 @@ impl ForwardPassPerfModel {
     fn run<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&CoreModel) -> aic_core::Result<T> + Send,
+        f: impl FnOnce(&CoreModel) -> aic_core::fpm::Result<T> + Send,
     ) -> PyResult<T> {
         let model = self.model()?;
-        py.detach(|| guarded(|| f(&model))).map_err(PyErr::from)
+        py.detach(|| guarded_fpm(|| f(&model))).map_err(PyErr::from)
     }
 }
 
@@ -334,7 +334,7 @@ impl ForwardPassPerfModel {
         let options = options_json(py, options)?;
         let engine = engine.get().shared_engine();
         let model = py
-            .detach(|| guarded(|| CoreModel::from_engine(engine, options.as_deref())))
+            .detach(|| guarded_fpm(|| CoreModel::from_engine(engine, options.as_deref())))
             .map_err(PyErr::from)?;
         Ok(ForwardPassPerfModel::wrap(model))
     }
@@ -378,7 +378,7 @@ impl ForwardPassPerfModel {
     ) -> PyResult<ForwardPassPerfModel> {
         let options = options_json(py, options)?;
         let model = py
-            .detach(|| guarded(|| CoreModel::from_regression(options.as_deref())))
+            .detach(|| guarded_fpm(|| CoreModel::from_regression(options.as_deref())))
             .map_err(PyErr::from)?;
         Ok(ForwardPassPerfModel::wrap(model))
     }

@@ -3,14 +3,15 @@
 //! so orchestration code written against aiconfigurator-core runs unchanged. The dict-taking
 //! class is `ForwardPassPerfModel` ([`crate::python_fpm`]); both wrap `aic_core::fpm`.
 //!
-//! Bindings only: every call runs in the core with the GIL released, behind [`guarded`].
+//! Bindings only: every call runs in the core with the GIL released, behind
+//! [`guarded_fpm`](crate::errors::guarded_fpm).
 
 use std::sync::Arc;
 
 use aic_core::fpm::{CompileRequest, ForwardPassPerfModel as CoreModel};
 use pyo3::prelude::*;
 
-use crate::errors::guarded;
+use crate::errors::guarded_fpm;
 use crate::python_fpm::{resolve_compiler, run_compiler};
 
 /// Forward-pass time of one serving-engine iteration from FPM telemetry (JSON text), with
@@ -26,7 +27,7 @@ fn build(py: Python<'_>, config_json: &str, options_json: Option<&str>, fallback
     let compile = |request: &CompileRequest| Python::attach(|py| run_compiler(compiler.bind(py), request));
     let model = py
         .detach(|| {
-            guarded(|| {
+            guarded_fpm(|| {
                 if fallback {
                     CoreModel::best_available(config_json, options_json, compile)
                 } else {
@@ -39,9 +40,9 @@ fn build(py: Python<'_>, config_json: &str, options_json: Option<&str>, fallback
 }
 
 impl RustForwardPassPerfModel {
-    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&CoreModel) -> aic_core::Result<T> + Send) -> PyResult<T> {
+    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&CoreModel) -> aic_core::fpm::Result<T> + Send) -> PyResult<T> {
         let model = &self.model;
-        py.detach(|| guarded(|| f(model))).map_err(PyErr::from)
+        py.detach(|| guarded_fpm(|| f(model))).map_err(PyErr::from)
     }
 }
 
@@ -67,7 +68,7 @@ impl RustForwardPassPerfModel {
     #[pyo3(signature = (options_json=None))]
     fn from_regression(py: Python<'_>, options_json: Option<&str>) -> PyResult<Self> {
         let model = py
-            .detach(|| guarded(|| CoreModel::from_regression(options_json)))
+            .detach(|| guarded_fpm(|| CoreModel::from_regression(options_json)))
             .map_err(PyErr::from)?;
         Ok(RustForwardPassPerfModel { model: Arc::new(model) })
     }

@@ -54,6 +54,9 @@ VERSION = 2  # group scalars plus the HYBRID factors and the decode-attention cl
 CLASS_ROUNDS = 2
 ATTENTION_SCALE_MIN = 0.05  # a kernel class cannot run in no time
 FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_overhead_ms")
+#: The columns a rows file needs for a fit: those of an accuracy run plus the two that name a
+#: measured series (:func:`features`).
+REQUIRED_COLUMNS = accuracy.REQUIRED_COLUMNS + ("backend_version", "precision")
 
 
 def features(rows: list[dict], progress=None, systems_path=None) -> list[dict]:
@@ -344,6 +347,12 @@ def document(model: dict, rows_path, n_rows: int, *, label: str | None = None,
 def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[list, dict]:
     """Features of ``rows`` and the model fitted on them; ``ValueError`` when no row can be
     estimated."""
+    problems = [(i, accuracy.measurement_problem(r)) for i, r in enumerate(rows, 1)]
+    problems = [(i, p) for i, p in problems if p]
+    if rows and len(problems) == len(rows):
+        first = "; ".join(f"row {i}: {p}" for i, p in problems[:3])
+        raise ValueError(f"none of the {len(rows)} rows has usable measurements, so there is "
+                         f"nothing to fit ({first}{'; ...' if len(problems) > 3 else ''})")
     fs = features(rows, progress=progress, systems_path=systems_path)
     live = [f for f in fs if f is not None]
     if not live:

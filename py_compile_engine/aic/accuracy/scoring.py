@@ -43,10 +43,101 @@ def _int(text: str | None) -> int | None:
     return int(float(text))
 
 
-def load_rows(path: str | os.PathLike) -> list[dict]:
-    """The rows of a silicon-sample CSV, as dicts of strings."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+#: The columns every row needs: what :func:`row_request` reads and the two measurements.
+REQUIRED_COLUMNS = ("model_path", "system", "backend", "mode", "isl", "osl", "silicon_ttft_ms",
+                    "silicon_tpot_ms")
+#: Columns that, when filled, hold a count (blank: not given).
+COUNT_COLUMNS = ("batch_size",) + _SIZES + tuple(
+    f"{role}_{key}" for role in ("prefill", "decode") for key in _SIZES + _ROLE_COUNTS)
+MEASURED_COLUMNS = ("silicon_ttft_ms", "silicon_tpot_ms")
+#: A rows file larger than this is not a measured sample (the shipped one is 0.5 MB).
+MAX_ROWS_FILE_BYTES = 256 * 1024 * 1024
+
+
+def _parse_count(text: str) -> int | None:
+    """A count cell: ``None`` when it is not a finite, integral number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value < 0 or not value.is_integer():
+        return None
+    return int(value)
+
+
+def load_rows(path: str | os.PathLike, required: Iterable[str] = REQUIRED_COLUMNS) -> list[dict]:
+    """The rows of a silicon-sample CSV, as dicts of strings, checked before any estimate:
+    ``ValueError`` naming the file (and row and column) for a file that cannot be read, is not
+    UTF-8 text, is empty, lacks one of ``required`` columns, has a row with too few or too many
+    fields, or has a cell that is not a number where one belongs (``isl`` / ``osl`` positive
+    integers, the parallel sizes and batch sizes integers >= 0 or blank, the measurements
+    numbers). A measurement that is a number but not a finite one above 0 is left to
+    :func:`measurement_problem`: the row stays, unscored, with that reason."""
+    name = os.fspath(path)
+    try:
+        size = os.stat(name).st_size
+        if size > MAX_ROWS_FILE_BYTES:
+            raise ValueError(f"rows file {name} is {size} bytes, more than the "
+                             f"{MAX_ROWS_FILE_BYTES} a measured sample may have")
+        with open(name, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            header = reader.fieldnames
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"rows file {name} is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r}); give a CSV in the "
+                         f"calibration.csv layout (data/silicon/README.md)") from None
+    except csv.Error as exc:
+        raise ValueError(f"rows file {name} is not a CSV file: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read rows file {name}: {exc.strerror or exc}") from None
+    if not header:
+        raise ValueError(f"rows file {name} is empty: it has no header line and no rows")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise ValueError(f"rows file {name} lacks the column(s) {', '.join(missing)}; the "
+                         f"calibration.csv layout (data/silicon/README.md) has "
+                         f"{', '.join(required)} and more")
+    if not rows:
+        raise ValueError(f"rows file {name} has a header but no rows: there is nothing to "
+                         f"estimate")
+    for i, row in enumerate(rows, 1):
+        where = f"rows file {name}, row {i}"
+        if None in row or any(v is None for v in row.values()):
+            fields = len(header) + len(row.get(None) or []) - sum(v is None for v in row.values())
+            raise ValueError(f"{where}: {fields} fields where the header has {len(header)}")
+        for col in ("isl", "osl"):
+            if col in header:
+                v = _parse_count(row[col])
+                if v is None or v < 1:
+                    raise ValueError(f"{where}, column {col}: {row[col]!r} is not a positive "
+                                     f"integer")
+        for col in COUNT_COLUMNS:
+            if row.get(col, "").strip() and _parse_count(row[col]) is None:
+                raise ValueError(f"{where}, column {col}: {row[col]!r} is not an integer >= 0 "
+                                 f"(leave the cell blank when it does not apply)")
+        for col in MEASURED_COLUMNS:
+            if col in header:
+                try:
+                    float(row[col])
+                except ValueError:
+                    raise ValueError(f"{where}, column {col}: {row[col]!r} is not a number "
+                                     f"(ms)") from None
+    return rows
+
+
+def measurement_problem(row: dict) -> str:
+    """Why a row's measurements cannot score an estimate (``""`` when they can): each must be
+    a finite number of milliseconds above 0 (an ``inf`` made every median NaN)."""
+    for col in MEASURED_COLUMNS:
+        text = row.get(col)
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            return f"{col} must be a finite number of ms > 0, got {text!r}"
+        if not (math.isfinite(value) and value > 0):
+            return f"{col} must be a finite number of ms > 0, got {text.strip()}"
+    return ""
 
 
 def model_for(model_path: str) -> tuple[str, str]:
@@ -169,6 +260,10 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
 
     _, alias = model_for(row["model_path"])
     pred = Prediction(id=row.get("id", ""), model_alias=alias)
+    problem = measurement_problem(row)
+    if problem:  # nothing to score an estimate against: the row is left out, with the reason
+        pred.error_class, pred.error_msg = "InvalidMeasurement", problem
+        return pred
     try:
         args = row_request(row, calibrated=calibrated)
     except ValueError as exc:
@@ -226,7 +321,7 @@ def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
                 continue
             meas = float(row[col])
             value = getattr(p, metric)
-            if not meas > 0:
+            if not (math.isfinite(meas) and meas > 0):
                 continue
             rel = (value - meas) / meas * 100.0
             ape.append(abs(rel))

@@ -26,20 +26,31 @@ def run(args: list[str] | None = None) -> int:
 
         params = parse(args[1:], OPTIONS)
         if params is not None:
+            from .failure import failure_line, show_tracebacks
+
             try:
                 run_sweep(params, None)
             except CommandError as exc:
-                import click
-
-                click.ClickException(str(exc)).show()  # click's own "Error: ..." line
-                return 1
+                return _fail(str(exc))
             except KeyboardInterrupt:  # as click reports an interrupted command
                 sys.stderr.write("\nAborted!\n")
                 return 1
+            except Exception as exc:  # noqa: BLE001 - no traceback for any input
+                if show_tracebacks():
+                    raise
+                return _fail(failure_line(exc))
             return 0
     from .group import main as group
 
     return group.main(args)
+
+
+def _fail(message: str) -> int:
+    """click's own one-line ``Error: ...`` on stderr; exit status 1."""
+    import click
+
+    click.ClickException(message).show()
+    return 1
 
 
 def __getattr__(name: str):

@@ -17,7 +17,8 @@ import time
 
 import click
 
-from .common import CONTEXT_SETTINGS
+from ..json_output import dumps
+from .common import CONTEXT_SETTINGS, chosen_systems_path
 
 _HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
          "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
@@ -78,6 +79,47 @@ class _Progress:
             sys.stderr.write("\n")
 
 
+def _check_out(out_file: str, inputs: dict) -> None:
+    """``--out``: an existing folder, not a folder itself, none of the input files."""
+    from ..validation import check_output_path
+
+    try:
+        check_output_path("--out", out_file, inputs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
+
+
+def _load_rows(rows_file: str, required=None) -> list[dict]:
+    """The rows of ``--rows``, checked (:func:`aic.accuracy.scoring.load_rows`); a bad file is
+    one line naming the file, row and column."""
+    from ..accuracy import scoring
+
+    try:
+        if required is None:
+            return scoring.load_rows(rows_file)
+        return scoring.load_rows(rows_file, required)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _write_json_file(path: str, doc: dict) -> None:
+    """Writes ``doc`` as JSON through a temporary file in the same folder, so a full disk or a
+    failed write leaves no half-written constants file behind."""
+    import os
+    import tempfile
+
+    text = json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".calibrate-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 @click.command("accuracy", context_settings=CONTEXT_SETTINGS)
 @click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Measured deployments, calibration.csv layout.")
@@ -97,23 +139,25 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
     from ..serving.deployment import load_calibration
 
     calibration = None
+    if calibration_file and not calibrated:
+        raise click.UsageError("--calibration needs --calibrated")
+    if out_file:  # before the work: a bad --out used to fail only after every row was estimated
+        _check_out(out_file, {"--rows": rows_file, "--calibration": calibration_file})
     if calibration_file:
-        if not calibrated:
-            raise click.UsageError("--calibration needs --calibrated")
         try:  # checked once here, so a bad file is one clear error, not every row unpredicted
             calibration = load_calibration(calibration_file)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-    rows = accuracy.load_rows(rows_file)
+    rows = _load_rows(rows_file)
     progress = _Progress(len(rows))
     preds = accuracy.predict_rows(rows, calibrated=calibrated, calibration=calibration,
-                                  systems_path=ctx.obj.get("systems_path"), progress=progress)
+                                  systems_path=chosen_systems_path(ctx, None), progress=progress)
     progress.close()
     if out_file:
         accuracy.write_per_row(out_file, rows, preds)
     figures = accuracy.score(rows, preds)
     if as_json:
-        click.echo(json.dumps(figures, indent=2))
+        click.echo(dumps(figures, indent=2))
         return
     mode = "calibrated" if calibrated else "parity (reference model)"
     click.echo(f"{rows_file}: {figures['predicted']} of {figures['rows']} rows predicted "
@@ -148,8 +192,10 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
     """
     from ..accuracy import calibration_fit, scoring as accuracy
 
-    systems_path = ctx.obj.get("systems_path")
-    rows = accuracy.load_rows(rows_file)
+    systems_path = chosen_systems_path(ctx, None)
+    # --out never overwrites the measured rows, and a bad path fails before the fit
+    _check_out(out_file, {"--rows": rows_file})
+    rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
     progress = _Progress(len(rows))
     try:
         fs, model = calibration_fit.fit_rows(rows, systems_path=systems_path, progress=progress)
@@ -158,9 +204,7 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
     finally:
         progress.close()
     doc = calibration_fit.document(model, rows_file, len(rows))
-    with open(out_file, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    _write_json_file(out_file, doc)
     fitted = accuracy.score(rows, accuracy.predict_rows(rows, calibrated=True, calibration=doc,
                                                         systems_path=systems_path))
     figures = {"fitted": fitted, "groups": len(doc["groups"]), "out": out_file}
@@ -171,7 +215,7 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
             raise click.ClickException(str(exc)) from None
         figures["cv"] = accuracy.score(rows, held_out)
     if as_json:
-        click.echo(json.dumps(figures, indent=2))
+        click.echo(dumps(figures, indent=2))
         return
     click.echo(f"wrote {out_file}: {len(doc['groups'])} groups fitted on {fitted['predicted']} "
                f"of {fitted['rows']} rows")

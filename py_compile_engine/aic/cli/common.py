@@ -19,10 +19,22 @@ U32_MAX = 2**32 - 1
 def chosen_systems_path(ctx: click.Context, local: str | None) -> str | None:
     """The subcommand's ``--systems-path``, else the group's; ``None`` lets the library apply its
     default search (``AIC_SYSTEMS_PATH``, packaged data, source checkout)."""
-    if local:
-        return local
-    obj = ctx.find_root().obj or {}
-    return obj.get("systems_path")
+    chosen = local or (ctx.find_root().obj or {}).get("systems_path")
+    check_systems_folder(chosen)
+    return chosen
+
+
+def check_systems_folder(path: str | None) -> None:
+    """An explicit systems root must be a folder: a missing one gave empty answers ("0 cells",
+    every row unpredicted) instead of an error."""
+    import os
+
+    if path and not os.path.isdir(path):
+        import click
+
+        raise click.BadParameter(f"{path!r} is not a folder; pass the folder that holds the "
+                                 f"<system>.yaml files (the shipped one is data/systems)",
+                                 param_hint="--systems-path")
 
 
 def engine_systems_path(explicit: str | None) -> str:

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, chosen_systems_path, text_table
 
 
@@ -32,6 +33,11 @@ def data_import_cmd(src, dest):
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported {summary.files} files ({', '.join(summary.trees)}) into {summary.dest}"
                f"{'; NOTICE copied' if summary.notice else ''}; wrote {summary.checksums.name}")
+    for path, reason in summary.skipped:
+        click.echo(f"skipped {path}: {reason}", err=True)
+    if summary.skipped:
+        click.echo(f"{len(summary.skipped)} entries not copied (regular files only, none over "
+                   f"the size bound)", err=True)
 
 
 def _coverage_rows(coverage: dict) -> list[tuple]:
@@ -72,7 +78,7 @@ def _show_systems(systems_path, as_json: bool) -> None:
     except (ImportError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps({"schema": "aic-systems/1", "systems": listing}, indent=2))
+        click.echo(dumps({"schema": "aic-systems/1", "systems": listing}, indent=2))
         return
     rows = []
     for s in listing:
@@ -131,7 +137,7 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
         raise click.ClickException(str(exc)) from None
     coverage = json.loads(text)
     if as_json:
-        click.echo(json.dumps(coverage, indent=2))
+        click.echo(dumps(coverage, indent=2))
         return
     layer = "off" if no_shared_layer else "on"
     click.echo(f"{coverage['system']} / {coverage['backend']} {coverage['version']} "

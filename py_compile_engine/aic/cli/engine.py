@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..compiler.spec_builder import DATABASE_MODES
+from ..json_output import dumps
 from . import serving
 from .common import (
     CONTEXT_SETTINGS,
@@ -47,6 +48,20 @@ def _read_spec_file(path: str) -> bytes:
 
 def _write_output(output: str, data: bytes | str, model) -> None:
     """Writes the compiled spec; every failure is one line naming the path and the fix."""
+    target = _check_output(output, model)
+    try:
+        if isinstance(data, str):
+            target.write_text(data, encoding="utf-8")
+        else:
+            target.write_bytes(data)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output}: {exc.strerror}; choose a writable path",
+                                 param_hint="--output") from None
+
+
+def _check_output(output: str, model) -> Path:
+    """``--output``, checked before the compile and again before the write: not the model's
+    own config, in an existing folder, not a folder itself."""
     target = Path(output)
     try:
         model_path = Path(str(model))
@@ -63,14 +78,7 @@ def _write_output(output: str, data: bytes | str, model) -> None:
     if target.is_dir():
         raise click.BadParameter(f"cannot write {output}: it is a folder; give a file name",
                                  param_hint="--output")
-    try:
-        if isinstance(data, str):
-            target.write_text(data, encoding="utf-8")
-        else:
-            target.write_bytes(data)
-    except OSError as exc:
-        raise click.BadParameter(f"cannot write {output}: {exc.strerror}; choose a writable path",
-                                 param_hint="--output") from None
+    return target
 
 
 def model_options(require_model: bool = True):
@@ -173,6 +181,8 @@ def _load_engine(ctx, model, spec_file, kwargs):
 def compile_cmd(ctx, model, output, as_json, **kwargs):
     """Compile MODEL (HF id of a shipped config, or a folder / config.json) into a spec file."""
     systems_path = chosen_systems_path(ctx, kwargs.get("local_systems_path"))
+    if output is not None:
+        _check_output(output, model)
     spec_json = _compile_json(model, kwargs["system"], kwargs["backend"], systems_path, kwargs)
     if output is None:
         stem = Path(str(model).rstrip("/")).name or "engine"
@@ -266,7 +276,7 @@ def estimate_cmd(ctx, model, spec_file, batch, isl, osl, prefix, ctx_tokens, gen
         "errors": errors,
     }
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        click.echo(dumps(result, indent=2))
     else:
         rows = [
             ("TTFT (prefill)", number(ttft), "ms"),
@@ -337,7 +347,7 @@ def breakdown_cmd(ctx, model, spec_file, batch, isl, osl, prefix, beam_width, mo
         sections[phase] = {"total_ms": total, "ops": entries}
     grand = sections["context"]["total_ms"] + sections["generation"]["total_ms"]
     if as_json:
-        click.echo(json.dumps({"batch": batch, "isl": isl, "osl": osl, "prefix": prefix,
+        click.echo(dumps({"batch": batch, "isl": isl, "osl": osl, "prefix": prefix,
                                "beam_width": beam_width, "mode": mode, "stride": stride,
                                **sections, "total_ms": grand}, indent=2))
         return

@@ -55,6 +55,20 @@ class LazyGroup(click.Group):
         command.short_help = short_help
         return command
 
+    def invoke(self, ctx: click.Context):
+        """Runs the command; a failure it did not report itself becomes one ``Error:`` line and
+        exit status 1 (:mod:`aic.cli.failure`), whatever the command and the input."""
+        from .failure import failure_line, show_tracebacks
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the point: no traceback for any input
+            if show_tracebacks():
+                raise
+            raise click.ClickException(failure_line(exc)) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help``, from :data:`COMMANDS` (no command module imported)."""
         with formatter.section("Commands"):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path, text_table
 
 def _gib(value: int) -> str:
@@ -68,7 +67,7 @@ def memory_cmd(ctx, model, isl, osl, as_json, local_systems_path, **kwargs):
         out = dict(estimate)
         if max_batch is not None:
             out["isl"], out["osl"], out["max_concurrent_requests"] = isl, osl, max_batch
-        click.echo(json.dumps(out, indent=2))
+        click.echo(dumps(out, indent=2))
         return
     breakdown = estimate.get("memory_breakdown") or {}
     rows = [("GPU memory", f"{estimate['total_gpu_capacity_bytes']:,}",

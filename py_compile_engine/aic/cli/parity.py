@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 
 import click
 
+from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, chosen_systems_path
 
 @click.command("parity", context_settings=CONTEXT_SETTINGS)
@@ -32,6 +32,12 @@ def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_jso
     """
     from ..parity import runner as parity
 
+    from ..validation import check_rtol
+
+    try:
+        check_rtol(rtol)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--rtol") from None
     systems_path = chosen_systems_path(ctx, local_systems_path)
     try:
         cases = parity.select_cases(parity.load_cases(goldens_dir), family, case_substr,
@@ -44,7 +50,7 @@ def parity_cmd(ctx, goldens_dir, family, model_family, case_substr, rtol, as_jso
                                      item_show_func=lambda c: c["id"] if c else "")
     report = parity.run_parity(cases, rtol=rtol, systems_path=systems_path, progress=progress)
     if as_json:
-        click.echo(json.dumps(report.to_json()))
+        click.echo(dumps(report.to_json()))
         click.echo(report.summary_line())
     else:
         for line in parity.format_report(report):

@@ -7,11 +7,10 @@ command answers at the serving level through :func:`aic.serving.estimate`.
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from .common import cell
+from ..json_output import dumps
+from .common import cell, chosen_systems_path
 
 _SERVING_OPTIONS = [
     click.Option(["--mode"], type=click.Choice(["static", "static_ctx", "static_gen", "agg",
@@ -50,11 +49,33 @@ _ROLE_ARG = {"tp": "tp_size", "pp": "pp_size", "dp": "attention_dp_size", "moe-t
              "moe-ep": "moe_ep_size", "batch": "batch_size", "workers": "num_workers"}
 
 
+#: Step-estimate options the serving estimate has no use for: given with ``--mode`` they are
+#: refused, never silently dropped.
+_STEP_ONLY = {"spec_file": "--spec", "gen_tokens": "--gen-tokens",
+              "kv_block_size": "--kv-block-size"}
+
+
+def _refuse_step_only_options(kwargs) -> None:
+    """An option is honoured or refused: ``--cp`` above 1 (the reference's serving estimate has
+    no context parallelism, spec 50 §1.3 rule 6: it prices cp 1, so ``--cp 4`` printed the TTFT
+    of ``--cp 1``) and the step-only options are usage errors with ``--mode``."""
+    cp = kwargs.get("cp_size")
+    if cp is not None and cp != 1:
+        raise click.UsageError(
+            f"--cp {cp} with --mode: the serving estimate prices context parallelism 1 (as the "
+            f"reference's cli_estimate does); drop --cp, or estimate the steps of a cp {cp} "
+            f"engine without --mode")
+    for name, flag in _STEP_ONLY.items():
+        if kwargs.get(name) is not None:
+            raise click.UsageError(f"{flag} applies to the step estimate, not to --mode; drop it")
+
+
 def _serving_estimate(ctx, model, kwargs) -> None:
     from ..serving.deployment import estimate
 
     if not model or not kwargs.get("system") or not kwargs.get("backend"):
         raise click.UsageError("--mode needs MODEL, --system and --backend")
+    _refuse_step_only_options(kwargs)
     args = {
         "mode": kwargs["mode"], "backend_name": kwargs["backend"],
         "backend_version": kwargs.get("backend_version"), "isl": kwargs["isl"],
@@ -63,7 +84,7 @@ def _serving_estimate(ctx, model, kwargs) -> None:
         "nextn_accepted": kwargs["nextn_accepted"], "stride": kwargs["stride"],
         "free_gpu_memory_fraction": kwargs["free_gpu_memory_fraction"],
         "max_seq_len": kwargs["max_seq_len"],
-        "systems_path": kwargs.get("local_systems_path") or ctx.obj.get("systems_path"),
+        "systems_path": chosen_systems_path(ctx, kwargs.get("local_systems_path")),
     }
     for key in ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
                 "gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode",
@@ -88,7 +109,7 @@ def _serving_estimate(ctx, model, kwargs) -> None:
     except (ValueError, RuntimeError, ZeroDivisionError) as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     if kwargs.get("as_json"):
-        click.echo(json.dumps(out, indent=2))
+        click.echo(dumps(out, indent=2))
         return
     raw = out["result"]["raw"]
     click.echo(f"{model} on {raw.get('system', raw.get('(p)system'))} "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path, number, text_table
 
 
@@ -42,7 +41,7 @@ def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local
         raise click.ClickException(str(exc)) from None
     counts = summary_counts(cells)
     if as_json:
-        click.echo(json.dumps({
+        click.echo(dumps({
             "schema": "aic-support/1", "tp": tp,
             "probe": {"prefill": list(PREFILL_PROBE), "decode": list(DECODE_PROBE)},
             "counts": counts, "cells": [c.as_dict() for c in cells],

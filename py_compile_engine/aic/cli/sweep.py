@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import CONTEXT_SETTINGS
+from .common import CONTEXT_SETTINGS, chosen_systems_path
 from .fastpath import CommandError, click_params
 from .sweep_run import OPTIONS, run
 
@@ -14,6 +14,6 @@ from .sweep_run import OPTIONS, run
 def sweep_cmd(ctx: click.Context, **params) -> None:
     """Best deployments of MODEL on a GPU budget: agg and disagg sweeps, Pareto fronts, picks."""
     try:
-        run(params, (ctx.find_root().obj or {}).get("systems_path"))
+        run(params, chosen_systems_path(ctx, None))
     except CommandError as exc:
         raise click.ClickException(str(exc)) from None

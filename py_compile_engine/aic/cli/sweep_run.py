@@ -9,10 +9,10 @@ picks of :func:`aic.serving.sweep.sweep`.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from ..json_output import dumps
 from .common import column_table
 from .fastpath import CommandError, Option
 
@@ -89,6 +89,30 @@ def _save_plot(fronts: dict, path: str) -> None:
     fig.savefig(path)
 
 
+#: The file kinds ``--plot`` writes (matplotlib picks the format from the suffix).
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def check_plot_file(path: str) -> None:
+    """``--plot FILE``, checked before the sweep runs: a known suffix, an existing folder and
+    matplotlib installed (a bad plot path used to fail only after the whole sweep)."""
+    import os
+    from importlib.util import find_spec
+
+    from ..validation import check_output_path
+
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in PLOT_SUFFIXES:
+        raise CommandError(f"--plot {path!r}: unknown file kind {suffix or '(no suffix)'!r}; "
+                           f"use one of {', '.join(PLOT_SUFFIXES)}")
+    try:
+        check_output_path("--plot", path)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if find_spec("matplotlib") is None:
+        raise CommandError("--plot needs matplotlib (pip install matplotlib)")
+
+
 def _echo(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
@@ -108,6 +132,8 @@ def run(params: dict, systems_path: str | None) -> None:
     from ..serving.sweep import sweep
 
     p = params
+    if p["plot_file"]:
+        check_plot_file(p["plot_file"])
     progress = None
     if sys.stderr.isatty():  # a progress line for a person watching
         import threading
@@ -132,7 +158,7 @@ def run(params: dict, systems_path: str | None) -> None:
     if p["plot_file"]:
         _save_plot(out["pareto_fronts"], p["plot_file"])
     if p["as_json"]:
-        _echo(json.dumps(out, indent=2))
+        _echo(dumps(out, indent=2))
         return
     request_latency = p["request_latency"]
     _echo(f"{p['model']}, {p['total_gpus']} x {p['system']}, {p['backend']}: isl {p['isl']}, "

@@ -23,7 +23,7 @@ from .families import BuildContext
 from .._native import native
 from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config
-from .parallel import apply_defaults, check_cp, resolve_parallel, validate_nextn
+from .parallel import apply_defaults, check_cp, check_pipeline, resolve_parallel, validate_nextn
 from .quant import VOCABULARIES, QuantModes, resolve_quant, validate_mode_names
 from .spec_builder import (
     apply_lane_orders,
@@ -183,6 +183,7 @@ def compile_report(
     # 7b. context-parallel gate (spec 43 §2 step 4), then the families aic builds CP for
     check_cp(par, model.family, backend)
     families.check_cp_support(model.family, par.cp_size)
+    check_pipeline(model.num_layers, par.pp_size)
     # 8. family op lists
     ctx = BuildContext(
         backend=backend,

@@ -93,6 +93,9 @@ def _read_json(path: str, what: str) -> Any:
             return json.load(fh)
     except json.JSONDecodeError as exc:
         raise ValueError(f"malformed JSON in {what} {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte {exc.start}); give the "
+                         f"checkpoint's JSON file") from None
     except OSError as exc:
         raise ValueError(f"cannot read {what} {path}: {exc}") from None
 

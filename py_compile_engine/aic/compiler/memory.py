@@ -13,9 +13,11 @@ message into the reference's "unsupported model/backend/GPU for KV-cache estimat
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from .. import paths
+from ..validation import fraction, number as checked_number, show
 from .compile import INTERNAL_KEYWORDS, compile_report
 from .forwarding import forwards_keywords_of
 from .hf_config import ModelConfig, load_model_config
@@ -179,6 +181,20 @@ def _request(backend: str, max_num_tokens, max_batch_size, kind, value,
             raise ValueError(f"{name} must be a non-negative integer, got {number!r}")
     if kind not in ("of_free", "of_total"):
         raise ValueError(f"memory_fraction_kind must be 'of_free' or 'of_total', got {kind!r}")
+    # Checked here: a NaN or infinity would reach the native request as a bare `NaN` token,
+    # which JSON has not (the answer was serde's "expected value at line 1 column 98").
+    value = fraction("memory_fraction_value", value, "the share of GPU memory the KV cache may use",
+                     low_inclusive=True)
+    if tolerance is not None:
+        tolerance = checked_number("tolerance_fraction", tolerance, "the safety margin of the KV capacity")
+        if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+            raise ValueError(f"tolerance_fraction must be a finite number in [0, 1) (the safety "
+                             f"margin of the KV capacity), got {show(tolerance)}")
+    if capacity_override is not None and (isinstance(capacity_override, bool)
+                                          or not isinstance(capacity_override, int)
+                                          or not 0 <= capacity_override < 2**64):
+        raise ValueError(f"gpu_memory_capacity_bytes_override must be an integer number of bytes "
+                         f"in [0, 2**64), got {show(capacity_override)}")
     request = {
         "max_num_tokens": max_num_tokens,
         "max_batch_size": max_batch_size,
@@ -235,7 +251,7 @@ def estimate_kv_cache(
     request = _request(backend, max_num_tokens, max_batch_size, memory_fraction_kind,
                        memory_fraction_value, gpu_memory_capacity_bytes_override,
                        tolerance_fraction)
-    request_json = json.dumps(request)
+    request_json = json.dumps(request, allow_nan=False)
     # Version resolution comes first; its errors are raised unchanged.
     _check_backend(backend)
     root = paths.systems_dir(deployment["systems_path"])

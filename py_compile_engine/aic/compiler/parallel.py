@@ -100,6 +100,15 @@ def _width_hint(width: int) -> str:
     )
 
 
+def check_pipeline(num_layers: int, pp_size: int) -> None:
+    """A pipeline stage holds at least one layer: ``pp_size`` above the model's layer count
+    would price stages that hold nothing (the reference accepts it and scales the P2P hops)."""
+    if pp_size > num_layers:
+        raise ValueError(
+            f"pp_size {pp_size} exceeds the model's {num_layers} layers; each pipeline stage "
+            f"needs at least one layer: use pp_size <= {num_layers}")
+
+
 def check_heads(num_heads: int, tp_size: int) -> None:
     """Rule 5: heads must split evenly over TP (the reference asserts; we raise ValueError with
     the same text, trailing space included)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import UnsupportedArchitectureError
+from ..validation import check_rtol
 from .report import Check, Report
 from .serving import FAMILY as SERVING_FAMILY
 from .serving import SERVING_FORMAT
@@ -77,8 +78,7 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
     """All cases of the golden files at ``location``; each gets a ``_file`` key (file stem)."""
     cases = []
     for path in golden_files(location):
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = _read_golden(path)
         if isinstance(doc, dict) and doc.get("format") == SERVING_FORMAT:
             # Serving-level goldens (spec 50 §11): one check per estimate / sweep case.
             for case in doc["cases"]:
@@ -94,6 +94,40 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
         for case in doc["cases"]:
             cases.append({**case, "_file": path.stem})
     return cases
+
+
+#: The keys a case of each golden format needs before it can run.
+_CASE_KEYS = {GOLDEN_FORMAT: ("id", "compile"), SERVING_FORMAT: ("id", "kwargs"), SURFACE_FORMAT: ("id",)}
+
+
+def _read_golden(path: Path):
+    """One golden file's JSON, its ``cases`` checked to be a list of objects holding the keys
+    their format needs: ``ValueError`` naming the file (and case) otherwise."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"golden file {path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"golden file {path}: not JSON ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read golden file {path}: {exc.strerror or exc}") from None
+    if not isinstance(doc, dict):
+        return doc  # refused below as "not a golden file of format ..."
+    if "cases" in doc or doc.get("format") in _CASE_KEYS:
+        cases = doc.get("cases")
+        if not isinstance(cases, list):
+            raise ValueError(f"golden file {path}: 'cases' must be a list of case objects, got "
+                             f"{type(cases).__name__}")
+        for i, case in enumerate(cases):
+            if not isinstance(case, dict):
+                raise ValueError(f"golden file {path}: case {i} must be an object, got "
+                                 f"{type(case).__name__}")
+            for key in _CASE_KEYS.get(doc.get("format"), ()):
+                if key not in case:
+                    raise ValueError(f"golden file {path}: case {i} "
+                                     f"({case.get('id', 'without id')}) lacks '{key}'")
+    return doc
 
 
 def case_model_family(case: dict) -> str | None:
@@ -581,7 +615,9 @@ def run_parity(
     systems_path: str | None = None,
     progress: Callable[[Iterable[dict]], Any] | None = None,
 ) -> Report:
-    """Runs :func:`run_case` over ``cases``; ``progress`` may wrap the iteration (progress bar)."""
+    """Runs :func:`run_case` over ``cases``; ``progress`` may wrap the iteration (progress bar).
+    ``rtol`` must be a finite number >= 0 (a NaN tolerance failed every comparison)."""
+    rtol = check_rtol(rtol)
     report = Report(rtol=rtol)
     iterator: Iterable[dict] = cases
     if progress is not None:

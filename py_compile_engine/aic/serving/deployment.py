@@ -20,6 +20,7 @@ import os
 
 from .. import paths
 from .._native import native
+from ..validation import check_estimate_args, optional, positive_int
 
 MODES = ("static", "static_ctx", "static_gen", "agg", "disagg")
 BACKENDS = ("trtllm", "vllm", "sglang")
@@ -65,13 +66,19 @@ def _resolve_nextn(model_path, nextn, nextn_accepted):
 def resolve_version(root, system: str, backend: str, backend_version, database_mode="SILICON"):
     """Rule 4: the backend version (``None`` → the current slot); no data → the reference's error."""
     literal = None
+    reason = None
     if backend in BACKENDS:
         try:
             literal, _ = native().resolve_backend_version(str(root), system, backend,
                                                           backend_version)
-        except ValueError:
-            literal = None
+        except ValueError as exc:
+            literal, reason = None, str(exc)
     if literal is None and (database_mode or "SILICON") == "SILICON":
+        if backend_version is not None and reason:
+            # A version the backend lacks: name it and say which versions exist (the native
+            # resolver's message lists them), not only the system and backend.
+            raise ValueError(f"No database found for system={system}, backend={backend}, "
+                             f"backend_version={backend_version!r}: {reason}")
         raise ValueError(f"No database found for system={system}, backend={backend}. "
                          f"Check --systems-paths or available databases.")
     return literal
@@ -109,17 +116,55 @@ def resolve_moe_widths(is_moe: bool, tp, dp, moe_tp, moe_ep):
     return moe_tp, moe_ep
 
 
-def _is_blackwell(root, system: str) -> bool:
-    """``gpu.sm_version >= 100`` in the system's YAML (read by the native system loader, so no
-    YAML parser is imported; cached per process)."""
+def _sm_version(root, system: str) -> int | None:
+    """``gpu.sm_version`` of the system's YAML (read by the native system loader, so no YAML
+    parser is imported; cached per process); ``None`` when the file is unreadable or has none."""
     key = (str(root), system)
     if key not in _SM_CACHE:
         try:
             sm = native().system_sm_version(str(root) if root is not None else None, system)
-        except (ValueError, RuntimeError, OSError):  # an unreadable system file: not Blackwell
+        except (ValueError, RuntimeError, OSError):  # an unreadable system file: no generation
             sm = None
-        _SM_CACHE[key] = sm is not None and sm >= 100
+        _SM_CACHE[key] = sm
     return _SM_CACHE[key]
+
+
+def _is_blackwell(root, system: str) -> bool:
+    """``gpu.sm_version >= 100`` (b200, b300, gb200, gb300, rtx_pro_6000_server)."""
+    sm = _sm_version(root, system)
+    return sm is not None and sm >= 100
+
+
+def _is_hopper(root, system: str) -> bool:
+    """``gpu.sm_version`` 90 (h100, h200)."""
+    sm = _sm_version(root, system)
+    return sm is not None and 90 <= sm < 100
+
+
+def _fp4_expert_moe_mode(model_path, model, backend, root, system) -> str | None:
+    """The serving level's MoE kernel lane of an FP4-expert checkpoint on SGLang (the
+    reference's ``cli_estimate`` and sweep, not its compile function), or ``None``.
+
+    DeepSeek-V4 checkpoints whose routed experts are MXFP4 (``expert_dtype: fp4``, not NVFP4)
+    run ``w4a8_mxfp4_mxfp8_trtllm`` on Blackwell and ``w4a16_mxfp4_cutlass`` on Hopper;
+    ``moonshotai/Kimi-K3`` runs ``w4a8_mxfp4_mxfp8`` on Blackwell (on Hopper its checkpoint's
+    ``w4a16_mxfp4`` stands). The reference skips the rule for its MegaMoE MoE backend, which
+    aic never selects."""
+    from ..compiler.quant import _DSV4_ARCHS, infer_checkpoint_quant
+
+    if backend != "sglang":
+        return None
+    if model.architecture in _DSV4_ARCHS:
+        if infer_checkpoint_quant(model).get("moe_quant_mode") != "w4a8_mxfp4_mxfp8":
+            return None
+        if _is_blackwell(root, system):
+            return "w4a8_mxfp4_mxfp8_trtllm"
+        if _is_hopper(root, system):
+            return "w4a16_mxfp4_cutlass"
+        return None
+    if os.fspath(model_path) == "moonshotai/Kimi-K3" and _is_blackwell(root, system):
+        return "w4a8_mxfp4_mxfp8"
+    return None
 
 
 class _CachingResolver:
@@ -181,11 +226,14 @@ def _context_table(model) -> str:
 
 def resolve_quant_overrides(model_path, model, backend, system, version, root, overrides: dict,
                             runs_context: bool, *, sweep: bool = False) -> dict:
-    """§1.3 rules 3-4 (and the sweep's GPT-OSS rule, §9.1): explicit overrides for compile."""
+    """§1.3 rules 3-4 (and the sweep's GPT-OSS rule, §9.1, and the SGLang FP4-expert MoE
+    rule, :func:`_fp4_expert_moe_mode`): explicit overrides for compile."""
     from ..compiler.quant import infer_checkpoint_quant, resolve_quant
 
     out = dict(overrides)
     blackwell = _is_blackwell(root, system)
+    if out.get("moe_quant_mode") is None:
+        out["moe_quant_mode"] = _fp4_expert_moe_mode(model_path, model, backend, root, system)
     if (sweep and out.get("moe_quant_mode") is None and backend == "trtllm" and blackwell
             and os.fspath(model_path) in ("openai/gpt-oss-120b", "openai/gpt-oss-20b")):
         out["moe_quant_mode"] = "w4a8_mxfp4_mxfp8"
@@ -341,6 +389,7 @@ def estimate(
     if mode not in MODES:
         raise ValueError(f"Unsupported estimate mode: {mode!r}. Use 'agg', 'disagg', 'afd', "
                          f"'static', 'static_ctx', or 'static_gen'.")
+    check_estimate_args(mode, dict(locals()))
     root = paths.systems_dir(systems_path)
     version = resolve_version(root, system_name, backend_name, backend_version, database_mode)
     if mode == "disagg":
@@ -401,7 +450,7 @@ def estimate(
         }
     if _request_extra:
         request.update(_request_extra)
-    return json.loads(native().serving_estimate(json.dumps(request), str(root)))
+    return json.loads(native().serving_estimate(json.dumps(request, allow_nan=False), str(root)))
 
 
 _CONSTANTS_CACHE: dict = {}
@@ -460,6 +509,7 @@ def _calibrated_estimate(model_path, system_name, args: dict, concurrency, calib
     constants; a missing perf table (SILICON) is retried as a HYBRID estimate."""
     if args["mode"] not in ("agg", "disagg"):
         raise ValueError(f"the calibrated estimate covers 'agg' and 'disagg', not {args['mode']!r}")
+    optional(positive_int, "concurrency", concurrency, "requests in flight")
     fields = {"calibrated": True, "concurrency": concurrency,
               "calibration": load_calibration(calibration)}
     try:

@@ -129,9 +129,15 @@ def support_matrix(models: Iterable[str] | None = None, systems: Iterable[str] |
                    model_configs_path=None,
                    on_cell: Callable[[SupportCell], None] | None = None) -> list[SupportCell]:
     """Probes every (model, system, backend); defaults: every shipped model and system, all
-    three backends. Unknown systems or backends raise ``ValueError`` listing the valid ones; a
-    model whose config cannot be read or parsed gets ``invalid-config`` cells."""
+    three backends. Unknown systems or backends raise ``ValueError`` listing the valid ones, as
+    do a named model whose config cannot be found or read and a systems folder without
+    systems; a shipped model whose config cannot be parsed gets ``invalid-config`` cells."""
     catalogue = _catalogue(systems_path)
+    if not catalogue:
+        # An empty matrix is not an answer: the folder is wrong, not every cell unsupported.
+        raise ValueError(f"systems folder {paths.systems_dir(systems_path)!r} holds no system "
+                         f"description (<system>.yaml with its data/ folder); pass the folder "
+                         f"that holds them (the shipped one is data/systems)")
     all_systems = sorted(catalogue)
     systems = list(systems) if systems is not None else all_systems
     for s in systems:
@@ -141,8 +147,20 @@ def support_matrix(models: Iterable[str] | None = None, systems: Iterable[str] |
     for b in backends:
         if b not in BACKENDS:
             raise ValueError(f"unknown backend {b!r}; expected one of: {', '.join(BACKENDS)}")
+    explicit = models is not None
     if models is None:
         models = paths.shipped_model_ids(paths.model_configs_path(model_configs_path))
+    models = list(models)
+    if explicit:
+        # A model the caller named must exist: an unknown id or path is the caller's error,
+        # not a matrix of cells that all say so.
+        for model in models:
+            try:
+                load_model_config(model, model_configs_path)
+            except UnsupportedArchitectureError:
+                pass
+            except (ValueError, OSError) as exc:
+                raise ValueError(one_line(exc, 400)) from None
     cells: list[SupportCell] = []
     for model in models:
         try:

@@ -15,6 +15,7 @@ import os
 from .. import paths
 from ..compiler.parallel import CP_FAMILIES
 from .._native import native
+from ..validation import check_sweep_args
 from .deployment import (
     NoFeasibleConfigError,
     _resolve_nextn,
@@ -139,6 +140,7 @@ def sweep(
     from ..compiler.hf_config import load_model_config
 
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
+    check_sweep_args(dict(locals()))
     root = paths.systems_dir(systems_path)
     version = resolve_version(root, system, backend, backend_version, database_mode)
     _prefetch(root, system, backend, version, database_mode)
@@ -182,7 +184,7 @@ def sweep(
         request["prefill"] = context_layouts
         request["decode"] = decode_layouts
     try:
-        text = native().serving_sweep(json.dumps(request), str(root))
+        text = native().serving_sweep(json.dumps(request, allow_nan=False), str(root))
     except RuntimeError as exc:
         if str(exc).startswith("No feasible configurations"):
             raise NoFeasibleConfigError(str(exc)) from None

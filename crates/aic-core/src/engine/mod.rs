@@ -152,6 +152,25 @@ fn finite_total(what: &str, total_ms: f64) -> Result<f64> {
     )))
 }
 
+/// The most decode steps one static run or summed decode prices one by one (`⌈(osl − 1) /
+/// stride⌉`): about two minutes of pricing on one core for a large MoE model. An `osl` near
+/// 2^32 at stride 1 would walk for hours before its overflow check could answer; no model
+/// decodes that many tokens.
+pub const MAX_DECODE_SAMPLES: u64 = 1 << 24;
+
+/// Refuses a decode phase of more than [`MAX_DECODE_SAMPLES`] priced steps up front.
+fn check_decode_samples(osl: u64, stride: u64) -> Result<()> {
+    let samples = (osl - 1).div_ceil(stride);
+    if samples <= MAX_DECODE_SAMPLES {
+        return Ok(());
+    }
+    Err(AicError::value(format!(
+        "the decode phase would price {samples} steps one by one (osl {osl}, stride {stride}), more \
+         than the {MAX_DECODE_SAMPLES} an estimate prices; bound osl by the model's context length or \
+         raise the stride"
+    )))
+}
+
 /// A spec names a backend version whose data folder does not exist: unless the spec says it
 /// tolerates that (the advertised `next` slot, which other versions fill), every table would
 /// silently come from other versions or be missing.
@@ -345,6 +364,7 @@ impl Engine {
         if osl <= 1 {
             return Ok(0.0);
         }
+        check_decode_samples(osl, stride)?;
         let mut total = 0.0;
         let mut i = 0;
         while i < osl - 1 {

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::FpmError;
-use crate::error::Result;
+use super::error::Result;
 use crate::spec::Backend;
 
 /// The EngineConfig keys the forward-pass model reads (unknown keys are ignored).
@@ -75,7 +75,7 @@ fn one() -> u32 {
 impl FpmEngineConfig {
     /// Parses the config JSON (`invalid engine config JSON: ...` on failure).
     pub fn from_json(text: &str) -> Result<FpmEngineConfig> {
-        Ok(serde_json::from_str(text).map_err(|e| FpmError::ConfigJson(e.to_string()))?)
+        serde_json::from_str(text).map_err(|e| FpmError::ConfigJson(e.to_string()))
     }
 
     /// The compile request of this config.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::strict::{field, object};
 use super::FpmError;
-use crate::error::Result;
+use super::error::Result;
 
 /// The only FPM schema version understood.
 pub const FPM_SCHEMA_VERSION: u32 = 1;
@@ -183,27 +183,24 @@ impl ForwardPassMetrics {
     /// `>= 0`; 0 means not measured) of this rank.
     pub fn validate(&self) -> Result<()> {
         if self.version != FPM_SCHEMA_VERSION {
-            return Err(FpmError::SchemaVersion { got: self.version, expected: FPM_SCHEMA_VERSION }.into());
+            return Err(FpmError::SchemaVersion { got: self.version, expected: FPM_SCHEMA_VERSION });
         }
         let s = &self.scheduled_requests;
         if s.num_prefill_requests == 0 && (s.sum_prefill_tokens > 0 || s.sum_prefill_kv_tokens > 0) {
             return Err(FpmError::InvalidMetrics(
                 "prefill token sums require num_prefill_requests > 0".to_string(),
-            )
-            .into());
+            ));
         }
         if !(self.wall_time.is_finite() && self.wall_time >= 0.0) {
             return Err(FpmError::InvalidMetrics(format!(
                 "wall_time must be a finite number of seconds >= 0 (0: not measured), got {}",
                 self.wall_time
-            ))
-            .into());
+            )));
         }
         if s.num_decode_requests == 0 && s.sum_decode_kv_tokens > 0 {
             return Err(FpmError::InvalidMetrics(
                 "decode KV token sum requires num_decode_requests > 0".to_string(),
-            )
-            .into());
+            ));
         }
         Ok(())
     }
@@ -214,8 +211,7 @@ pub fn validate_iteration(ranks: &[ForwardPassMetrics]) -> Result<()> {
     if ranks.is_empty() {
         return Err(FpmError::InvalidMetrics(
             "at least one attention-DP rank metric is required".to_string(),
-        )
-        .into());
+        ));
     }
     ranks.iter().try_for_each(ForwardPassMetrics::validate)
 }
@@ -339,7 +335,7 @@ fn ranks_of(value: &Value) -> std::result::Result<Vec<ForwardPassMetrics>, Strin
 /// Parses one iteration: an FPM object or a JSON array of them (not yet validated).
 pub fn parse_iteration_json(text: &str) -> Result<Vec<ForwardPassMetrics>> {
     let value: Value = serde_json::from_str(text).map_err(|e| FpmError::Json(e.to_string()))?;
-    Ok(ranks_of(&value).map_err(FpmError::Payload)?)
+    ranks_of(&value).map_err(FpmError::Payload)
 }
 
 /// Parses tuning input: a JSON array of iterations, each an array of FPM objects (an error
@@ -353,8 +349,7 @@ pub fn parse_iterations_json(text: &str) -> Result<Vec<Vec<ForwardPassMetrics>>>
                 Value::Object(_) => "map",
                 ref other => super::strict::type_name(other),
             }
-        ))
-        .into());
+        )));
     };
     let mut out = Vec::with_capacity(iterations.len());
     for (i, iteration) in iterations.iter().enumerate() {
@@ -362,8 +357,7 @@ pub fn parse_iterations_json(text: &str) -> Result<Vec<Vec<ForwardPassMetrics>>>
             return Err(FpmError::TuningJson(format!(
                 "iteration {i} must be a list of FPM records (one per attention-DP rank), got {}",
                 super::strict::type_name(iteration)
-            ))
-            .into());
+            )));
         };
         let ranks = ranks
             .iter()

@@ -10,6 +10,9 @@
 //! Layout: [`metrics`] (input, validation, features), [`options`], [`store`] (bucketed
 //! samples), [`native`] (engine mapping), [`regression`] (fallback fits), [`config`] (engine
 //! config → compile request), and [`ForwardPassPerfModel`] here tying them together.
+//!
+//! Errors: every call returns [`Result`] with an [`FpmError`], which wraps the engine's
+//! `AicError` (`FpmError::Core`); the core error type knows nothing of this layer.
 
 pub mod config;
 mod error;
@@ -26,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 
 pub use config::{CompileRequest, FpmEngineConfig};
-pub use error::FpmError;
+pub use error::{FpmError, Result};
 pub use metrics::{
     ForwardPassMetrics, QueuedRequestMetrics, ScheduledRequestMetrics, WorkloadFeatures, WorkloadKind,
 };
@@ -36,7 +39,7 @@ pub use regression::RegressionFit;
 pub use store::SampleStore;
 
 use crate::engine::Engine;
-use crate::error::{AicError, Result};
+use crate::error::AicError;
 
 /// Where the estimates come from (`source` in the diagnostics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -131,14 +134,13 @@ impl std::fmt::Debug for ForwardPassPerfModel {
 
 /// Whether a failure to build the native estimator lets `best_available` fall back to the
 /// regression: compile failures, missing or unreadable data, system/version data problems.
-pub fn is_fallback_safe(err: &AicError) -> bool {
+pub fn is_fallback_safe(err: &FpmError) -> bool {
     matches!(
         err,
-        AicError::Fpm(FpmError::UnsupportedModel(_))
-            | AicError::PerfData(_)
-            | AicError::DataFile { .. }
-            | AicError::System(_)
-            | AicError::Value(_)
+        FpmError::UnsupportedModel(_)
+            | FpmError::Core(
+                AicError::PerfData(_) | AicError::DataFile { .. } | AicError::System(_) | AicError::Value(_)
+            )
     )
 }
 

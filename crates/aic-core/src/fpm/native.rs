@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::metrics::{ForwardPassMetrics, ScheduledRequestMetrics};
 use crate::engine::Engine;
-use crate::error::Result;
+use super::error::Result;
 use crate::ops::{CompiledOp, Shape};
 use crate::spec::DatabaseMode;
 

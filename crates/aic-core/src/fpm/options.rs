@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use super::strict::{field, object};
 use super::FpmError;
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::AicError;
 
 /// Tuning and bucketing options; every field has a default.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,8 +65,9 @@ fn bound(map: &serde_json::Map<String, serde_json::Value>, key: &str, default: O
     }
 }
 
-fn invalid(msg: &str) -> AicError {
-    AicError::InvalidConfig(format!("invalid forward pass perf options: {msg}"))
+/// An out-of-range option: the engine's invalid-config error (`invalid engine config: ...`).
+fn invalid(msg: &str) -> FpmError {
+    AicError::InvalidConfig(format!("invalid forward pass perf options: {msg}")).into()
 }
 
 impl FpmOptions {

@@ -164,13 +164,17 @@ fn collective_curve<'a>(
         let cap = table.max_gpus(dtype, operation)?;
         table.curve(dtype, operation, gpus.min(cap)).map(|c| (c, cap))
     };
-    if let Some(found) = db.nccl().ok().and_then(|t| find(t)) {
+    let nccl = db.nccl().ok();
+    if let Some(found) = nccl.and_then(|t| find(t)) {
         return Ok(found);
     }
     if db.resolver.oneccl_path().is_none() {
-        return Err(AicError::perf(
-            "OneCCL data not configured for this system (no misc.oneccl_version in YAML)",
-        ));
+        // The reference's text leads (parity); what follows says which collective is missing,
+        // since the usual cause is a parallel size (cp_size, tp_size) the NCCL table lacks.
+        return Err(AicError::perf(format!(
+            "OneCCL data not configured for this system (no misc.oneccl_version in YAML); {}",
+            nccl_gap(nccl.map(|t| &**t), dtype, operation, gpus)
+        )));
     }
     find(db.oneccl()?).ok_or_else(|| {
         AicError::perf(format!(
@@ -180,6 +184,31 @@ fn collective_curve<'a>(
             db.label()
         ))
     })
+}
+
+/// What the NCCL table lacks for a collective of `gpus` ranks: its dtype / operation, or that
+/// GPU count (with the counts it has), and the usual fix.
+fn nccl_gap(table: Option<&NcclTable>, dtype: CommQuant, operation: &str, gpus: u64) -> String {
+    let Some(table) = table else {
+        return format!("the NCCL table could not be loaded either, so no {} {operation} over {gpus} GPUs can be priced", dtype.as_str());
+    };
+    let counts: Vec<String> = table
+        .curves()
+        .filter(|c| c.0 == dtype && c.1 == operation)
+        .map(|c| c.2.to_string())
+        .collect();
+    if counts.is_empty() {
+        return format!(
+            "the NCCL table has no {} {operation} rows at all (choose another comm_quant_mode)",
+            dtype.as_str()
+        );
+    }
+    format!(
+        "the NCCL table has no {} {operation} rows for {gpus} GPUs (it has {}): a parallel size \
+         such as cp_size or tp_size of {gpus} cannot be priced on this system; choose one of those",
+        dtype.as_str(),
+        counts.join(", ")
+    )
 }
 
 /// Compiled `CustomAllReduce`.

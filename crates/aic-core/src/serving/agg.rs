@@ -2,7 +2,7 @@
 //! `S` mixed iterations (a context chunk of `C` tokens plus `g` decodes) followed by decode-only
 //! iterations; TTFT and TPOT come from one mixed step and one decode step of the engine.
 
-use crate::error::Result;
+use super::error::Result;
 use crate::memory::MtpScaling;
 use crate::spec::Backend;
 
@@ -71,13 +71,12 @@ pub struct AggEval {
 /// Schedules the agg run and calls the two engine steps (§3.2, §3.3).
 pub fn schedule(w: &Worker, p: &AggParams) -> Result<Schedule> {
     if p.ctx_tokens == 0 {
-        return Err(ServingError::ZeroCtxTokens.into());
+        return Err(ServingError::ZeroCtxTokens);
     }
     if p.batch_size == 0 {
         return Err(ServingError::BadArgument(
             "batch_size must be at least 1 for agg mode (requests resident per rank)".into(),
-        )
-        .into());
+        ));
     }
     let vllm = w.backend() == Backend::Vllm;
     let (isl, osl, c, b) = (f64::from(p.isl), i64::from(p.osl), f64::from(p.ctx_tokens), p.batch_size);
@@ -274,8 +273,7 @@ pub fn agg_estimate(w: &Worker, p: &AggParams) -> Result<AggEstimate> {
             tp,
             pp,
             dp,
-        }
-        .into());
+        });
     }
     let kv_cache_warning = eval.verdict.kv_over.then(|| {
         let f = p.free_gpu_memory_fraction.map_or("backend default".to_string(), py_float_str);

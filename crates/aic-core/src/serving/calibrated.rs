@@ -44,7 +44,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::engine::LatencyModel;
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::{AicError, Result as CoreResult};
 
 use super::agg::{agg_eval, AggParams};
 use super::disagg::{compose, decode_worker, prefill_worker, DisaggParams, TTFT_FACTOR};
@@ -91,14 +92,49 @@ impl StepCorrection {
     }
 
     fn check(&self, key: &str) -> Result<()> {
-        let all = [self.tpot_scale, self.tpot_overhead_ms, self.ttft_scale, self.ttft_queue, self.ttft_overhead_ms];
-        if all.iter().any(|v| !v.is_finite() || *v < 0.0) || self.tpot_scale == 0.0 || self.ttft_scale == 0.0 {
-            return Err(AicError::value(format!(
-                "calibration group '{key}': every constant must be finite and non-negative, scales positive"
-            )));
+        let fields = [
+            ("tpot_scale", self.tpot_scale, SCALE_RANGE),
+            ("tpot_overhead_ms", self.tpot_overhead_ms, TPOT_OVERHEAD_RANGE_MS),
+            ("ttft_scale", self.ttft_scale, SCALE_RANGE),
+            ("ttft_queue", self.ttft_queue, QUEUE_RANGE),
+            ("ttft_overhead_ms", self.ttft_overhead_ms, TTFT_OVERHEAD_RANGE_MS),
+        ];
+        for (name, value, range) in fields {
+            check_constant(&format!("calibration group '{key}'"), name, value, range)?;
         }
         Ok(())
     }
+}
+
+/// A constant's physical range: `(low, high, low_inclusive)`.
+type ConstantRange = (f64, f64, bool);
+
+/// Scales are ratios of measured to table-priced time: positive, and a factor of 100 either
+/// way is already far beyond any measured drift (the shipped fits lie in 0.4 … 3).
+pub const SCALE_RANGE: ConstantRange = (0.0, 100.0, false);
+/// The share of co-arriving prefills a request waits behind: 0 (no queueing) … 1 (all arrive
+/// at once, first-in first-out).
+pub const QUEUE_RANGE: ConstantRange = (0.0, 1.0, true);
+/// Host time per decode iteration: 0 … 1 s.
+pub const TPOT_OVERHEAD_RANGE_MS: ConstantRange = (0.0, 1_000.0, true);
+/// Per-request time outside the GPU steps: 0 … 1 min.
+pub const TTFT_OVERHEAD_RANGE_MS: ConstantRange = (0.0, 60_000.0, true);
+/// Per-kernel-class scales: like [`SCALE_RANGE`], but 0 (a class that costs nothing) allowed.
+pub const CLASS_SCALE_RANGE: ConstantRange = (0.0, 100.0, true);
+
+/// Refuses a constant that is not finite or lies outside its physical range (a value such as
+/// 1e308 would make every calibrated figure infinite).
+fn check_constant(owner: &str, name: &str, value: f64, (low, high, low_inclusive): ConstantRange) -> crate::error::Result<()> {
+    let above_low = if low_inclusive { value >= low } else { value > low };
+    if value.is_finite() && above_low && value <= high {
+        return Ok(());
+    }
+    let open = if low_inclusive { '[' } else { '(' };
+    Err(AicError::value(format!(
+        "{owner}: {name} must be a finite number in {open}{low}, {high}], got {}; correct it in the constants \
+         file or refit it with `aic-compile calibrate`",
+        super::checks::show(value)
+    )))
 }
 
 /// The per-kernel-class scales of one group (version 2 of the constants): the parity TPOT and
@@ -172,21 +208,21 @@ impl Calibration {
             return Err(AicError::value(format!(
                 "calibration constants version {} is not supported (expected 1 or 2)",
                 self.version
-            )));
+            )).into());
         }
         for (key, c) in &self.groups {
             c.check(key)?;
         }
         if let Some(h) = &self.hybrid {
-            if ![h.ttft_scale, h.tpot_scale].iter().all(|v| v.is_finite() && *v > 0.0) {
-                return Err(AicError::value("calibration 'hybrid': both scales must be finite and positive"));
-            }
+            check_constant("calibration 'hybrid'", "ttft_scale", h.ttft_scale, SCALE_RANGE)?;
+            check_constant("calibration 'hybrid'", "tpot_scale", h.tpot_scale, SCALE_RANGE)?;
         }
         for (key, c) in &self.classes {
-            if !c.tpot.is_valid() || !c.ttft.is_valid() {
-                return Err(AicError::value(format!(
-                    "calibration group '{key}': every class scale must be finite and non-negative"
-                )));
+            for (phase, scales) in [("tpot", &c.tpot), ("ttft", &c.ttft)] {
+                for class in super::op_classes::OpClass::ALL {
+                    let name = format!("{phase}.{}", class.key());
+                    check_constant(&format!("calibration classes '{key}'"), &name, scales.get(class), CLASS_SCALE_RANGE)?;
+                }
             }
         }
         Ok(())
@@ -420,24 +456,24 @@ impl<M: LatencyModel> CalibratedLatencyModel<M> {
 }
 
 impl<M: LatencyModel> LatencyModel for CalibratedLatencyModel<M> {
-    fn prefill_ms(&self, batch: u32, isl: u32, prefix: u32) -> Result<f64> {
+    fn prefill_ms(&self, batch: u32, isl: u32, prefix: u32) -> CoreResult<f64> {
         Ok(self.correction.ttft_scale * self.inner.prefill_ms(batch, isl, prefix)?)
     }
 
-    fn decode_ms(&self, batch: u32, isl: u32, osl: u32) -> Result<f64> {
+    fn decode_ms(&self, batch: u32, isl: u32, osl: u32) -> CoreResult<f64> {
         let steps = f64::from(osl.saturating_sub(1));
         let c = self.correction;
         Ok(c.tpot_scale * self.inner.decode_ms(batch, isl, osl)? + c.tpot_overhead_ms * steps)
     }
 
-    fn decode_step_ms(&self, requests: u32, isl: u32, osl: u32) -> Result<f64> {
+    fn decode_step_ms(&self, requests: u32, isl: u32, osl: u32) -> CoreResult<f64> {
         if requests == 0 {
             return Ok(0.0);
         }
         Ok(self.correction.tpot(self.inner.decode_step_ms(requests, isl, osl)?))
     }
 
-    fn mixed_step_ms(&self, ctx_tokens: u32, gen_requests: u32, isl: u32, osl: u32, prefix: u32) -> Result<f64> {
+    fn mixed_step_ms(&self, ctx_tokens: u32, gen_requests: u32, isl: u32, osl: u32, prefix: u32) -> CoreResult<f64> {
         Ok(self.correction.tpot(self.inner.mixed_step_ms(ctx_tokens, gen_requests, isl, osl, prefix)?))
     }
 }
@@ -497,6 +533,26 @@ mod tests {
     }
 
     #[test]
+    fn constants_outside_their_physical_range_are_refused_by_name() {
+        let huge = DOC.replace("\"ttft_overhead_ms\": 20.0", "\"ttft_overhead_ms\": 1e308");
+        assert_eq!(
+            Calibration::from_json(&huge).unwrap_err().to_string(),
+            "calibration group 'h200_sxm/trtllm/agg': ttft_overhead_ms must be a finite number in [0, 60000], \
+             got 1e308; correct it in the constants file or refit it with `aic-compile calibrate`"
+        );
+        for (field, bad) in [("\"ttft_queue\": 0.5", "1.5"), ("\"tpot_scale\": 0.9", "0"), ("\"tpot_scale\": 0.9", "1e3")] {
+            let name = field.split('"').nth(1).unwrap();
+            let doc = DOC.replace(field, &format!("\"{name}\": {bad}"));
+            let msg = Calibration::from_json(&doc).unwrap_err().to_string();
+            assert!(msg.contains(&format!("{name} must be a finite number in")), "{msg}");
+        }
+        let hybrid = DOC.replace("\"groups\"", "\"hybrid\": {\"ttft_scale\": 1e308, \"tpot_scale\": 1.0}, \"groups\"");
+        assert!(Calibration::from_json(&hybrid).unwrap_err().to_string().starts_with("calibration 'hybrid': ttft_scale"));
+        let class = DOC.replace("\"groups\"", "\"classes\": {\"*/trtllm/*\": {\"tpot\": {\"attention\": 1e9}}}, \"groups\"");
+        assert!(Calibration::from_json(&class).unwrap_err().to_string().contains("tpot.attention must be"));
+    }
+
+    #[test]
     fn class_scales_apply_to_the_class_split_before_the_group_scalars() {
         let doc = DOC.replace("\"version\": 1", "\"version\": 2").replace(
             "\"groups\"",
@@ -552,16 +608,16 @@ mod tests {
 
     struct Fixed;
     impl LatencyModel for Fixed {
-        fn prefill_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn prefill_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(100.0)
         }
-        fn decode_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn decode_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(90.0)
         }
-        fn decode_step_ms(&self, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn decode_step_ms(&self, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(10.0)
         }
-        fn mixed_step_ms(&self, _: u32, _: u32, _: u32, _: u32, _: u32) -> Result<f64> {
+        fn mixed_step_ms(&self, _: u32, _: u32, _: u32, _: u32, _: u32) -> CoreResult<f64> {
             Ok(20.0)
         }
     }

@@ -3,7 +3,7 @@
 //! tables, rate-matched with the worker counts and the 0.9 / 0.92 / 1.8 coupling factors.
 
 use crate::engine::RunMode;
-use crate::error::Result;
+use super::error::Result;
 
 use super::error::ServingError;
 use super::row::{Row, Val};
@@ -230,8 +230,7 @@ pub fn disagg_estimate(pw: &Worker, dw: &Worker, p: &DisaggParams) -> Result<Dis
             return Err(ServingError::DisaggOutOfMemory {
                 model: w.model().to_string(),
                 system: w.system_name().to_string(),
-            }
-            .into());
+            });
         }
     }
     let ttft_p = prefill.row.f("ttft") * TTFT_FACTOR;

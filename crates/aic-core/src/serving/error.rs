@@ -1,6 +1,13 @@
-//! Typed errors of the serving layer (spec 50 §1.2, §3.1, §4.3, §5.4, §9.3).
+//! Typed errors of the serving layer (spec 50 §1.2, §3.1, §4.3, §5.4, §9.3). The serving layer
+//! sits above the engine, so its error wraps the engine's [`AicError`] (`ServingError::Core`),
+//! never the reverse.
 
-/// What the serving layer itself rejects (engine and compile errors keep their own types).
+use crate::error::{AicError, ErrorClass};
+
+/// Result alias of the serving layer.
+pub type Result<T, E = ServingError> = std::result::Result<T, E>;
+
+/// What the serving layer rejects, or an error of the engine underneath (kept as is).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ServingError {
     /// Agg: the model does not fit (weights + activations + KV of the batch ≥ GPU memory).
@@ -42,12 +49,41 @@ pub enum ServingError {
     /// Sweep: no configuration met the latency targets.
     #[error("No feasible configurations found for the given parameters.")]
     NoFeasibleConfig,
+    /// The engine, its spec, its data or a bad argument failed underneath (shown as is).
+    #[error(transparent)]
+    Core(#[from] AicError),
 }
 
 impl ServingError {
-    /// The Python exception class the reference raises for this error.
+    /// Which exception family this error maps to: a wrapped core error keeps its own, the
+    /// serving layer's own errors are [`ErrorClass::Value`] (the bindings refine them with
+    /// [`Self::python_class`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ServingError::Core(e) => e.class(),
+            ServingError::AggOutOfMemory { .. }
+            | ServingError::DisaggOutOfMemory { .. }
+            | ServingError::ZeroCtxTokens
+            | ServingError::BadArgument(_)
+            | ServingError::NoFeasibleConfig => ErrorClass::Value,
+        }
+    }
+
+    /// True for a wrapped perf-data miss (see [`AicError::is_perf_data_missing`]).
+    pub fn is_perf_data_missing(&self) -> bool {
+        matches!(self, ServingError::Core(e) if e.is_perf_data_missing())
+    }
+
+    /// The Python exception class the reference raises for this error (a wrapped core error:
+    /// the class of its [`ErrorClass`]).
     pub fn python_class(&self) -> &'static str {
         match self {
+            ServingError::Core(e) => match e.class() {
+                ErrorClass::PerfDataNotAvailable => "PerfDataNotAvailableError",
+                ErrorClass::EmpiricalNotImplemented => "EmpiricalNotImplementedError",
+                ErrorClass::MissingSystemFlops => "MissingSystemFlopsError",
+                ErrorClass::Value => "ValueError",
+            },
             ServingError::AggOutOfMemory { .. } | ServingError::DisaggOutOfMemory { .. } => "RuntimeError",
             ServingError::ZeroCtxTokens => "ZeroDivisionError",
             ServingError::BadArgument(_) => "ValueError",

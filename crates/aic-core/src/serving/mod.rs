@@ -8,6 +8,7 @@
 //! their per-op lists, applies the reference's formulas in the reference's float order, and
 //! keeps the reference's result rows (column order, int/float kinds, `round(3)`).
 //!
+//! * [`checks`] — the domain checks of the serving and sweep requests;
 //! * [`numeric`] — Python float floor division and the two roundings the reference applies;
 //! * [`row`] — ordered result rows;
 //! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
@@ -15,8 +16,12 @@
 //! * [`request`] — the JSON request/response surface the bindings use;
 //! * [`sweep`], [`pareto`] — the deployment sweep (§9);
 //! * [`calibrated`] — the calibrated estimate (parity plus fitted corrections, `ACCURACY.md`).
+//!
+//! Errors: every call returns [`Result`] with a [`ServingError`], which wraps the engine's
+//! `AicError` (`ServingError::Core`); the core error type knows nothing of this layer.
 
 pub mod agg;
+pub mod checks;
 pub mod disagg;
 pub mod error;
 pub mod numeric;
@@ -29,7 +34,7 @@ pub mod worker;
 pub mod calibrated;
 pub mod op_classes;
 
-pub use error::ServingError;
+pub use error::{Result, ServingError};
 pub use request::{estimate_json, EstimateRequest};
 pub use row::{Row, Val};
 pub use worker::{Worker, WorkerLabels};

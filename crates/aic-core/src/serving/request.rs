@@ -9,11 +9,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::engine::{Engine, RunMode};
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::AicError;
 use crate::memory::ModelFacts;
 use crate::spec::EngineSpec;
 
 use super::agg::{agg_estimate, AggParams};
+use super::checks;
 use super::disagg::{disagg_estimate, DisaggParams, RoleParams};
 use super::row::Row;
 use super::static_mode::{static_estimate, StaticParams};
@@ -136,6 +138,38 @@ pub struct EstimateRequest {
 }
 
 impl EstimateRequest {
+    /// Checks every number of the request against its domain (see [`super::checks`]) before
+    /// any engine is loaded: `isl`, `osl` and (static modes) `stride` and `batch_size` at least
+    /// 1, the MTP acceptance finite and `≥ 0`, a memory fraction in `(0, 1]`, a KV slot of at
+    /// least `isl + osl`, at least one worker and one request per disagg role, a measured
+    /// concurrency of at least 1. (`prefix < isl`, the agg batch size and context budget keep
+    /// the engine's and the reference's own errors.)
+    pub fn check(&self) -> Result<()> {
+        checks::positive_count("isl", self.isl.into(), "input tokens per request")?;
+        checks::positive_count("osl", self.osl.into(), "output tokens per request, the first one included")?;
+        if matches!(self.mode.as_str(), "static" | "static_ctx" | "static_gen") {
+            checks::positive_count("stride", self.stride.into(), "decode steps each priced step stands for")?;
+            checks::positive_count("batch_size", self.batch_size.into(), "requests per rank in the static batch")?;
+        }
+        if let Some(a) = self.nextn_accepted {
+            checks::non_negative_number("nextn_accepted", a, "average accepted draft tokens per step")?;
+        }
+        checks::memory_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)?;
+        checks::max_seq_len("max_seq_len", self.max_seq_len, self.isl, self.osl)?;
+        for (role, input) in [("prefill", &self.prefill), ("decode", &self.decode)] {
+            if let Some(r) = input {
+                checks::positive_count(&format!("{role}_batch_size"), r.batch_size.into(), "requests per worker")?;
+                checks::positive_count(&format!("{role}_num_workers"), r.num_workers.into(), "workers of that role")?;
+                checks::memory_fraction(&format!("{role}_free_gpu_memory_fraction"), r.free_gpu_memory_fraction)?;
+                checks::max_seq_len(&format!("{role}_max_seq_len"), r.max_seq_len, self.isl, self.osl)?;
+            }
+        }
+        if let Some(c) = self.concurrency {
+            checks::positive_count("concurrency", c.into(), "requests in flight")?;
+        }
+        Ok(())
+    }
+
     /// The disagg knobs of the request; both roles are required.
     fn disagg_params(&self) -> Result<DisaggParams> {
         let role = |r: Option<RoleInput>, what: &str| {
@@ -219,12 +253,24 @@ fn memory_json(m: &MemoryGib, oom: bool, kv_over: bool) -> (String, String) {
 /// `{"result", "memory", "oom", "per_ops"}` (spec 50 §11's estimate-case layout).
 pub fn estimate_json(request: &str, systems_path: Option<&Path>) -> Result<String> {
     let req: EstimateRequest = serde_json::from_str(request)
-        .map_err(|e| AicError::value(format!("invalid serving request JSON: {e}")))?;
+        .map_err(|e| AicError::value(format!("invalid serving request JSON: {e}{}", json_number_hint(request))))?;
     estimate(&req, systems_path)
 }
 
-/// Runs one parsed `cli_estimate` request (see [`estimate_json`]).
+/// A hint for a request whose JSON failed to parse because it holds `NaN` or `Infinity`
+/// (Python's `json.dumps` writes them; JSON has neither): `""` otherwise.
+pub fn json_number_hint(text: &str) -> &'static str {
+    if text.contains("NaN") || text.contains("Infinity") {
+        " (the request holds NaN or Infinity, which JSON has not: pass finite numbers)"
+    } else {
+        ""
+    }
+}
+
+/// Runs one parsed `cli_estimate` request (see [`estimate_json`]); the request is checked
+/// first ([`EstimateRequest::check`]).
 pub fn estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<String> {
+    req.check()?;
     if req.calibrated {
         return calibrated_estimate(req, systems_path);
     }
@@ -290,7 +336,7 @@ pub fn estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Result<St
         }
         other => Err(AicError::value(format!(
             "Unsupported estimate mode: '{other}'. Use 'agg', 'disagg', 'afd', 'static', 'static_ctx', or 'static_gen'."
-        ))),
+        )).into()),
     }
 }
 
@@ -396,7 +442,7 @@ fn calibrated_estimate(req: &EstimateRequest, systems_path: Option<&Path>) -> Re
         other => {
             return Err(AicError::value(format!(
                 "calibrated estimate: mode '{other}' is not calibrated (use 'agg' or 'disagg')"
-            )))
+            )).into())
         }
     };
     let mut out: Value = serde_json::from_str(&text)

@@ -3,7 +3,7 @@
 //! sweep's worker candidates reuse [`static_eval`] with their latency correction scale.
 
 use crate::engine::{OpResult, RunMode, StaticRun};
-use crate::error::Result;
+use super::error::Result;
 use crate::memory::MtpScaling;
 
 use super::row::{Row, Val};

@@ -14,10 +14,12 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::{AicError, Result};
+use super::error::Result;
+use crate::error::AicError;
 use crate::spec::Backend;
 
 use super::agg::{agg_eval, AggParams};
+use super::checks;
 use super::disagg::{compose, decode_worker, prefill_worker, RoleParams, TTFT_FACTOR};
 use super::error::ServingError;
 use super::numeric::{py_floordiv, round3};
@@ -175,7 +177,7 @@ enum Point {
     OutOfMemory,
 }
 
-fn classify(e: AicError) -> Result<Point> {
+fn classify(e: ServingError) -> Result<Point> {
     if e.is_perf_data_missing() {
         Ok(Point::Miss)
     } else {
@@ -530,13 +532,40 @@ fn rows_json(rows: &[Row]) -> String {
 /// `best_latencies`, `outcomes`, `best_configs`, `pareto_fronts` and `candidates`
 /// (spec 50 §11's sweep-case layout).
 pub fn sweep_json(request: &str, systems_path: Option<&Path>) -> Result<String> {
-    let req: SweepRequest = serde_json::from_str(request)
-        .map_err(|e| AicError::value(format!("invalid sweep request JSON: {e}")))?;
+    let req: SweepRequest = serde_json::from_str(request).map_err(|e| {
+        AicError::value(format!("invalid sweep request JSON: {e}{}", super::request::json_number_hint(request)))
+    })?;
     sweep(&req, systems_path)
 }
 
-/// Runs a parsed sweep request (see [`sweep_json`]).
+impl SweepRequest {
+    /// Checks every number of the request against its domain (see [`super::checks`]): a GPU
+    /// budget, `isl`, `osl` and `top_n` of at least 1, latency targets finite and `> 0`, the
+    /// MTP acceptance finite and `≥ 0`, a memory fraction in `(0, 1]`, a KV slot of at least
+    /// `isl + osl`.
+    pub fn check(&self) -> Result<()> {
+        checks::positive_count("total_gpus", self.total_gpus.into(), "the GPU budget")?;
+        checks::positive_count("isl", self.isl.into(), "input tokens per request")?;
+        checks::positive_count("osl", self.osl.into(), "output tokens per request, the first one included")?;
+        checks::positive_number("ttft", self.ttft, "the TTFT target in ms")?;
+        checks::positive_number("tpot", self.tpot, "the TPOT target in ms")?;
+        if let Some(r) = self.request_latency {
+            checks::positive_number("request_latency", r, "the end-to-end latency target in ms")?;
+        }
+        if let Some(a) = self.nextn_accepted {
+            checks::non_negative_number("nextn_accepted", a, "average accepted draft tokens per step")?;
+        }
+        checks::memory_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)?;
+        checks::max_seq_len("max_seq_len", self.max_seq_len, self.isl, self.osl)?;
+        checks::positive_count("top_n", self.top_n as u64, "best configurations kept per experiment")?;
+        Ok(())
+    }
+}
+
+/// Runs a parsed sweep request (see [`sweep_json`]); the request is checked first
+/// ([`SweepRequest::check`]).
 pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> {
+    req.check()?;
     let out = crate::parallel::install(|| sweep_on_pool(req, systems_path));
     crate::data::prefetch::wait_for_prefetches();
     out
@@ -595,7 +624,7 @@ fn sweep_on_pool(req: &SweepRequest, systems_path: Option<&Path>) -> Result<Stri
     }
 
     if experiments.iter().all(|e| e.candidates.is_empty()) {
-        return Err(ServingError::NoFeasibleConfig.into());
+        return Err(ServingError::NoFeasibleConfig);
     }
 
     let targets = PickTargets { tpot: req.tpot, request_latency: req.request_latency.filter(|r| *r > 0.0), top_n: req.top_n };

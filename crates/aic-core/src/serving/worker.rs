@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::data::system::SystemSpec;
 use crate::engine::Engine;
-use crate::error::Result;
+use super::error::Result;
 use crate::memory::{memory_usage, MemoryUsageParams, ModelFacts, MtpScaling, GIB};
 use crate::spec::Backend;
 

@@ -3,11 +3,13 @@
 //! Python perf database keeps it under (`_gemm_data`, `_nccl_data`, ...); this module maps
 //! those names onto our tables and writes a table as the nested object such code expects:
 //! one level per key component and per grid axis (first-seen order), leaves
-//! `{"latency", "power", "energy"}`.
+//! `{"latency", "power", "energy"}`, numbers written as Rust's `{:?}` writes an `f64` (the
+//! reference's text: shortest round-trip digits, a tie broken upward, exponent form below
+//! 1e-4 and from 1e16 on; `NaN`, `Infinity`, `-Infinity` for non-finite values).
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use crate::data::parquet::RawTable;
 use crate::error::{AicError, Result};
 
 use super::{PerfDatabase, TableId, TableView};
@@ -90,6 +92,8 @@ const WRITTEN: [(&str, TableId, &[&str]); 3] = [
 #[derive(Default)]
 struct Node {
     entries: Vec<(String, Child)>,
+    /// Position of each key in `entries` (the GEMM view inserts ~300k leaves).
+    index: HashMap<String, usize>,
 }
 
 enum Child {
@@ -101,11 +105,12 @@ impl Node {
     /// Sets the leaf at `path`; an existing leaf there is kept (first wins).
     fn insert(&mut self, path: &[String], leaf: [f64; 3]) {
         let Some((head, rest)) = path.split_first() else { return };
-        let position = match self.entries.iter().rposition(|(k, _)| k == head) {
-            Some(p) => p,
+        let position = match self.index.get(head) {
+            Some(&p) => p,
             None => {
                 let child = if rest.is_empty() { Child::Leaf(leaf) } else { Child::Node(Node::default()) };
                 self.entries.push((head.clone(), child));
+                self.index.insert(head.clone(), self.entries.len() - 1);
                 self.entries.len() - 1
             }
         };
@@ -120,17 +125,17 @@ impl Node {
             if i > 0 {
                 out.push(',');
             }
-            push_json(out, key);
+            push_json_string(out, key);
             out.push(':');
             match child {
                 Child::Node(node) => node.write(out),
                 Child::Leaf([latency, power, energy]) => {
                     out.push_str("{\"latency\":");
-                    push_json(out, latency);
+                    push_number(out, *latency);
                     out.push_str(",\"power\":");
-                    push_json(out, power);
+                    push_number(out, *power);
                     out.push_str(",\"energy\":");
-                    push_json(out, energy);
+                    push_number(out, *energy);
                     out.push('}');
                 }
             }
@@ -139,9 +144,25 @@ impl Node {
     }
 }
 
-/// Appends one value as compact JSON (strings escaped, floats in shortest round-trip form).
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut String, value: &T) {
-    out.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".to_string()));
+/// Appends a key as a JSON string (escaped).
+fn push_json_string(out: &mut String, key: &str) {
+    out.push_str(&serde_json::to_string(key).unwrap_or_else(|_| "\"\"".to_string()));
+}
+
+/// Appends a number the way the reference's text writes it: Rust's `{:?}` of the `f64`
+/// (`0.5556106567382813` for the exact 0.55561065673828125, where `ryu`/`serde_json` and
+/// Python's `repr` break the tie to even: `...2812`), non-finite values as `NaN`,
+/// `Infinity`, `-Infinity`.
+fn push_number(out: &mut String, value: f64) {
+    use std::fmt::Write as _;
+    if value.is_nan() {
+        out.push_str("NaN");
+    } else if value.is_infinite() {
+        out.push_str(if value > 0.0 { "Infinity" } else { "-Infinity" });
+    } else {
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{value:?}");
+    }
 }
 
 /// A table view as nested JSON text: key components, then `extra` levels, then axes.
@@ -164,16 +185,15 @@ pub fn nested_json(view: &TableView, extra: &[&str]) -> String {
 
 /// The GEMM table as nested JSON `quant → m → n → k` with the latencies as measured: the
 /// reference's view shows the rows before the load-time SOL clamp (its text has exactly the
-/// length of the raw rows on every recorded engine, not of the clamped ones). Rows merge
-/// first-wins over the resolved sources (kernel filters applied, `awq`/`gptq` skipped);
-/// quants in first-seen order, `m`, `n`, `k` ascending.
+/// length of the raw rows on every recorded engine, not of the clamped ones). The view folds
+/// the resolved sources in source order and each file's rows in file order (kernel filters
+/// applied, `awq`/`gptq` skipped): every level lists its keys in the order they first occur,
+/// and the first row of a `(quant, m, n, k)` wins.
 fn gemm_nested_json(db: &PerfDatabase) -> Result<String> {
     use crate::lookup::Leaf;
     let sources = db.resolver.sources("gemm_perf.parquet");
     let tables = super::read_sources(&sources, &["gemm_dtype", "m", "n", "k", "latency", "power", "kernel_source"])?;
-    let mut seen = std::collections::HashSet::new();
-    let mut quants: Vec<String> = Vec::new();
-    let mut rows: Vec<(usize, u64, u64, u64, Leaf)> = Vec::new();
+    let mut root = Node::default();
     for (table, filter) in &tables {
         let dtype = table.str("gemm_dtype")?;
         let (m, n, k) = (table.int("m")?, table.int("n")?, table.int("k")?);
@@ -186,46 +206,44 @@ fn gemm_nested_json(db: &PerfDatabase) -> Result<String> {
                 continue;
             }
             let (mi, ni, ki) = (super::to_u64(m[i], "m", table)?, super::to_u64(n[i], "n", table)?, super::to_u64(k[i], "k", table)?);
-            let qi = match quants.iter().position(|x| x == q) {
-                Some(p) => p,
-                None => {
-                    quants.push(q.to_string());
-                    quants.len() - 1
-                }
-            };
-            if seen.insert((qi, mi, ni, ki)) {
-                rows.push((qi, mi, ni, ki, Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]))));
-            }
+            let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
+            let path = [q.to_string(), mi.to_string(), ni.to_string(), ki.to_string()];
+            root.insert(&path, [leaf.latency, leaf.power, leaf.energy]);
         }
-    }
-    rows.sort_by_key(|r| (r.0, r.1, r.2, r.3));
-    let mut root = Node::default();
-    for (qi, mi, ni, ki, leaf) in rows {
-        let path = [quants[qi].clone(), mi.to_string(), ni.to_string(), ki.to_string()];
-        root.insert(&path, [leaf.latency, leaf.power, leaf.energy]);
     }
     let mut out = String::new();
     root.write(&mut out);
     Ok(out)
 }
 
-/// Puts the NCCL curves of each dtype in the order their operation first appears in the file
-/// (the reference's nested view keeps file order: `all_gather`, `alltoall`, `reduce_scatter`,
-/// `all_reduce` in the shipped tables); the GPU counts stay ascending.
-fn order_operations_as_in_file(view: &mut TableView, path: &Path) -> Result<()> {
-    let raw = RawTable::read_columns(path, &["op_name"])?;
-    let mut order: Vec<String> = Vec::new();
-    for op in raw.str("op_name")? {
-        if !order.contains(op) {
-            order.push(op.clone());
+/// The NCCL table as nested JSON `dtype → operation → GPUs → message size`, folded from the
+/// system's NCCL file row by row like the GEMM view (keys first-seen, the first row of a key
+/// wins: the shipped files list `all_gather`, `alltoall`, `reduce_scatter`, `all_reduce`);
+/// rows of a dtype aic does not model are skipped, as the table's loader skips them.
+fn nccl_nested_json(path: &Path) -> Result<String> {
+    use crate::lookup::Leaf;
+    use crate::spec::CommQuant;
+    let sources = [crate::data::sources::Source { path: path.to_path_buf(), kernel_filter: None }];
+    let tables =
+        super::read_sources(&sources, &["nccl_dtype", "op_name", "num_gpus", "message_size", "latency", "power"])?;
+    let mut root = Node::default();
+    for (table, _) in &tables {
+        let dtype = table.str("nccl_dtype")?;
+        let op = table.str("op_name")?;
+        let (gpus, size) = (table.int("num_gpus")?, table.int("message_size")?);
+        let latency = table.float("latency")?;
+        let power = table.opt_float("power")?;
+        for i in 0..table.num_rows {
+            let Some(dt) = CommQuant::parse(&dtype[i]) else { continue };
+            let (n, bytes) = (super::to_u64(gpus[i], "num_gpus", table)?, super::to_u64(size[i], "message_size", table)?);
+            let leaf = Leaf::new(latency[i], power.as_ref().map_or(0.0, |c| c[i]));
+            let path = [dt.as_str().to_string(), op[i].clone(), n.to_string(), bytes.to_string()];
+            root.insert(&path, [leaf.latency, leaf.power, leaf.energy]);
         }
     }
-    let rank = |slice: &super::SliceView| {
-        let op = slice.key_value("operation").map(|v| v.to_string()).unwrap_or_default();
-        order.iter().position(|o| *o == op).unwrap_or(order.len())
-    };
-    view.slices.sort_by_cached_key(|s| (s.key_value("dtype").cloned(), rank(s)));
-    Ok(())
+    let mut out = String::new();
+    root.write(&mut out);
+    Ok(out)
 }
 
 /// The parquet basenames of a table-view attribute; a perf-data error for an unknown one.
@@ -261,14 +279,11 @@ pub fn table_view_json(db: &PerfDatabase, attribute: &str) -> Result<Option<Stri
              aic.table_view() for its slices"
         )));
     };
-    if *table == TableId::Gemm {
-        return gemm_nested_json(db).map(Some);
+    match (table, db.resolver.nccl_path()) {
+        (TableId::Gemm, _) => gemm_nested_json(db).map(Some),
+        (TableId::Nccl, Some(path)) => nccl_nested_json(&path).map(Some),
+        _ => Ok(Some(nested_json(&db.table_view(*table)?, extra))),
     }
-    let mut view = db.table_view(*table)?;
-    if let (TableId::Nccl, Some(path)) = (table, db.resolver.nccl_path()) {
-        order_operations_as_in_file(&mut view, &path)?;
-    }
-    Ok(Some(nested_json(&view, extra)))
 }
 
 #[cfg(test)]
@@ -289,6 +304,27 @@ mod tests {
             "{\"half\":{\"2\":{\"256\":{\"latency\":0.005,\"power\":0.0,\"energy\":0.0},\
              \"128\":{\"latency\":0.0050999999999999995,\"power\":1.5,\"energy\":2.0}}}}"
         );
+    }
+
+    #[test]
+    fn numbers_are_written_as_rust_debug_writes_them() {
+        let text = |v: f64| {
+            let mut out = String::new();
+            push_number(&mut out, v);
+            out
+        };
+        // The exact value 0.55561065673828125 lies halfway between two 16-digit candidates:
+        // the reference's text takes the upper one (ryu and Python take the even one).
+        assert_eq!(text(0.55561065673828125), "0.5556106567382813");
+        assert_eq!(serde_json::to_string(&0.55561065673828125).unwrap(), "0.5556106567382812");
+        assert_eq!(text(0.0), "0.0");
+        assert_eq!(text(1e-7), "1e-7");
+        assert_eq!(text(0.0001), "0.0001");
+        assert_eq!(text(1e16), "1e16");
+        assert_eq!(text(1e15), "1000000000000000.0");
+        assert_eq!(text(f64::NAN), "NaN");
+        assert_eq!(text(f64::INFINITY), "Infinity");
+        assert_eq!(text(f64::NEG_INFINITY), "-Infinity");
     }
 
     #[test]
