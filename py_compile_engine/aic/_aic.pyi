@@ -41,6 +41,7 @@ __all__ = [
     "gemm_quant_util_levels",
     "moe_quant_util_levels",
     "table_view_attributes",
+    "replay_available",
     "ForwardPassPerfModel",
     "RustForwardPassPerfModel",
 ]

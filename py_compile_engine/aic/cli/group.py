@@ -31,7 +31,7 @@ COMMANDS = {
     "parity": ("parity", "parity_cmd",
                "Compare compile output and engine answers with the goldens."),
     "replay": ("replay", "replay_cmd",
-               "Replay a workload on a deployment: latency percentiles, queue, KV, energy."),
+               "Replay a workload: latency percentiles, queue, KV usage, energy."),
     "support": ("support", "support_cmd",
                 "Which model answers on which system and backend."),
     "sweep": ("sweep", "sweep_cmd", "Best deployments of MODEL on a GPU budget."),

@@ -72,11 +72,12 @@ def parse_lengths(name: str, value):
         parts = value.strip().split(":")
         if len(parts) == 1:
             try:
-                return _positive_int(name, int(parts[0]))
+                number = int(parts[0])
             except ValueError:
                 raise ValueError(
                     f"{name} must be a positive integer, 'uniform:MIN:MAX' or "
                     f"'normal:MEAN:STD', got {value!r}") from None
+            return _positive_int(name, number)
         value = tuple(parts)
     if isinstance(value, (tuple, list)):
         if len(value) != 3 or value[0] not in ("uniform", "normal"):

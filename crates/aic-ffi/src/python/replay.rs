@@ -35,7 +35,7 @@ mod enabled {
     }
 
     /// Runs a replay described by `request_json` (see `aic_replay::request`) and returns
-    /// `{"report": ..., "stats": ...}` as JSON text. The GIL is released while it runs. Raises
+    /// `{"report": ..., "stats": ..., "table": ...}` as JSON text. The GIL is released while it runs. Raises
     /// `ValueError` for an invalid request, workload or deployment, and the core's exception
     /// classes for missing perf data.
     #[pyfunction]
@@ -59,15 +59,12 @@ mod enabled {
     }
 }
 
-/// Registers the functions; returns their names for `__all__`.
+/// Registers the functions; returns the names that go into `__all__`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<Vec<&'static str>> {
     m.add_function(wrap_pyfunction!(replay_available, m)?)?;
-    #[allow(unused_mut)] // Only the `replay` build adds a name.
-    let mut names = vec!["replay_available"];
+    // `replay_json` stays out of `__all__`, so the module's `__all__` (and its stub's) is the
+    // same in both builds; `replay_available()` tells whether it is there.
     #[cfg(feature = "replay")]
-    {
-        m.add_function(wrap_pyfunction!(enabled::replay_json, m)?)?;
-        names.push("replay_json");
-    }
-    Ok(names)
+    m.add_function(wrap_pyfunction!(enabled::replay_json, m)?)?;
+    Ok(vec!["replay_available"])
 }
