@@ -20,6 +20,7 @@ use aic_core::data::parquet::RawTable;
 use aic_core::data::system::SystemSpec;
 use aic_core::data::versions::resolve_backend_version;
 use aic_core::fpm::FpmError;
+use aic_core::serving::ServingError;
 use aic_core::spec::{Op, SPEC_MAGIC};
 use aic_core::{AicError, Backend, BatchKind, Engine, EngineSpec, ErrorClass, RunMode};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
@@ -28,7 +29,7 @@ use serde_json::{json, Value};
 use fixtures::*;
 
 /// The typed error of one layer of the core: `AicError` (spec, data, lookups, engine) or the
-/// error of a layer above it that wraps it (`FpmError`).
+/// error of a layer above it that wraps it (`FpmError`, `ServingError`).
 trait LayerError: std::fmt::Display + std::fmt::Debug {
     /// The type's name as the doc shows it.
     const TYPE: &'static str;
@@ -47,6 +48,13 @@ impl LayerError for FpmError {
     const TYPE: &'static str = "FpmError";
     fn class(&self) -> ErrorClass {
         FpmError::class(self)
+    }
+}
+
+impl LayerError for ServingError {
+    const TYPE: &'static str = "ServingError";
+    fn class(&self) -> ErrorClass {
+        ServingError::class(self)
     }
 }
 
@@ -1263,6 +1271,14 @@ fn cases() -> Vec<Case> {
                 ignore(shadow.engine(spec))
             },
         },
+        Case {
+            id: "args-decode-too-many-steps",
+            input: "summed decode of `osl` 2^32 − 1 (stride 32): 134 million priced steps, hours of work before the overflow check",
+            variant: "Value",
+            class: ErrorClass::Value,
+            fragment: "the decode phase would price 134217728 steps one by one (osl 4294967295, stride 32)",
+            run: || ignore(shipped_engine().decode_latency_ms(1, 128, u32::MAX)),
+        },
     ]
 }
 
@@ -1308,18 +1324,17 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
                 m.tune_with_fpms(r#"[[{"wall_time":-1,"scheduled_requests":{"num_decode_requests":1}}]]"#)
             },
         },
-        Case {
-            id: "args-decode-too-many-steps",
-            input: "summed decode of `osl` 2^32 − 1 (stride 32): 134 million priced steps, hours of work before the overflow check",
-            variant: "Value",
-            class: ErrorClass::Value,
-            fragment: "the decode phase would price 134217728 steps one by one (osl 4294967295, stride 32)",
-            run: || ignore(shipped_engine().decode_latency_ms(1, 128, u32::MAX)),
-        },
+    ]
+}
+
+/// The cases of the serving level, whose calls return `ServingError` (the serving layer sits
+/// above the engine; its error wraps `AicError` as `ServingError::Core`).
+fn serving_cases() -> Vec<Case<ServingError>> {
+    vec![
         Case {
             id: "serving-request-osl-zero",
             input: "serving request (static) with `osl` 0 (the reference prices it as 1)",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "osl must be a positive integer (output tokens per request, the first one included), got 0",
             run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "static", "isl": 128, "osl": 0, "batch_size": 1}"#, None)),
@@ -1327,7 +1342,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "serving-request-workers-zero",
             input: "disagg serving request with 0 prefill workers (priced a TTFT and 0 tokens/s/gpu)",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "prefill_num_workers must be a positive integer (workers of that role), got 0",
             run: || {
@@ -1341,7 +1356,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "serving-request-fraction",
             input: "agg serving request with `free_gpu_memory_fraction` 1.5",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "free_gpu_memory_fraction must be a finite number in (0, 1]",
             run: || {
@@ -1354,7 +1369,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "serving-request-short-kv-slot",
             input: "agg serving request with `max_seq_len` 1024 < `isl + osl` 2048",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "max_seq_len must be at least isl + osl = 2048",
             run: || {
@@ -1367,7 +1382,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "serving-request-nan",
             input: "serving request JSON holding `NaN` (as Python's `json.dumps` writes it)",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "(the request holds NaN or Infinity, which JSON has not: pass finite numbers)",
             run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "agg", "isl": 128, "osl": 64, "nextn_accepted": NaN}"#, None)),
@@ -1375,7 +1390,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "sweep-request-latency-negative",
             input: "sweep request with `request_latency` -1",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "request_latency must be a finite number > 0 (the end-to-end latency target in ms), got -1",
             run: || {
@@ -1388,7 +1403,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "sweep-request-top-n-zero",
             input: "sweep request with `top_n` 0 (returned no configuration)",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "top_n must be a positive integer (best configurations kept per experiment), got 0",
             run: || {
@@ -1401,7 +1416,7 @@ fn fpm_cases() -> Vec<Case<FpmError>> {
         Case {
             id: "calibration-constant-huge",
             input: "calibration constants whose `ttft_overhead_ms` is 1e308 (every calibrated TTFT came out `inf`)",
-            variant: "Value",
+            variant: "Core",
             class: ErrorClass::Value,
             fragment: "calibration group '*/*/*': ttft_overhead_ms must be a finite number in [0, 60000], got 1e308",
             run: || {
@@ -1477,7 +1492,8 @@ fn outcomes() -> &'static [Checked] {
     OUTCOMES.get_or_init(|| {
         let core = cases().iter().map(check).collect::<Vec<_>>();
         let fpm = fpm_cases().iter().map(check).collect::<Vec<_>>();
-        core.into_iter().chain(fpm).collect()
+        let serving = serving_cases().iter().map(check).collect::<Vec<_>>();
+        core.into_iter().chain(fpm).chain(serving).collect()
     })
 }
 
@@ -1502,7 +1518,12 @@ fn every_bad_input_gives_its_typed_error() {
 
 #[test]
 fn case_ids_are_unique_and_enough() {
-    let mut ids: Vec<&str> = cases().iter().map(|c| c.id).chain(fpm_cases().iter().map(|c| c.id)).collect();
+    let mut ids: Vec<&str> = cases()
+        .iter()
+        .map(|c| c.id)
+        .chain(fpm_cases().iter().map(|c| c.id))
+        .chain(serving_cases().iter().map(|c| c.id))
+        .collect();
     ids.sort_unstable();
     let before = ids.len();
     ids.dedup();
