@@ -3,8 +3,8 @@ deployments, and the calibrated estimate's constants fitted on them.
 
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
 ``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
-``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, share within 10 % /
-20 % and bias for TTFT and TPOT — overall, by system x backend x mode and by model.
+``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, P90 APE, share
+within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x backend x mode and by model.
 ``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
@@ -20,8 +20,10 @@ import click
 from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, chosen_systems_path
 
-_HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
-         "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
+_HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias",
+         "TPOT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias"]
+#: The figures of each metric in a table line, in the order of :data:`_HEAD`.
+_FIGURES = ("mdape", "mape", "p90_ape", "within10", "within20", "bias")
 
 
 def _pct(value) -> str:
@@ -32,8 +34,7 @@ def _pct(value) -> str:
 def _line(name: str, m: dict) -> list[str]:
     cells = [name, str(m["rows"]), str(m["predicted"]), _pct(m["coverage"])]
     for metric in ("ttft", "tpot"):
-        cells += [_pct(m[f"{metric}_{k}"]) for k in ("mdape", "mape", "within10", "within20",
-                                                     "bias")]
+        cells += [_pct(m[f"{metric}_{k}"]) for k in _FIGURES]
     return cells
 
 
@@ -162,8 +163,10 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
     mode = "calibrated" if calibrated else "parity (reference model)"
     click.echo(f"{rows_file}: {figures['predicted']} of {figures['rows']} rows predicted "
                f"({figures['coverage']:.1f} %), {mode}")
-    click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, "
-               f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %")
+    click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, P90 APE "
+               f"{_pct(figures['ttft_p90_ape'])} %, bias {_pct(figures['ttft_bias'])} %; "
+               f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %, P90 APE "
+               f"{_pct(figures['tpot_p90_ape'])} %, bias {_pct(figures['tpot_bias'])} %")
     click.echo("")
     for line in format_table("overall", [("all", figures)]):
         click.echo(line)
