@@ -179,23 +179,45 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
 @click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Measured deployments, calibration.csv layout.")
-@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),
-              help="Write the fitted constants here (data/calibration/serving.json layout).")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Write the fitted constants here (data/calibration/serving.json layout); "
+                   "required unless --few-shot.")
 @click.option("--cv", is_flag=True,
               help="Also judge the fit by leave-one-model-family-out cross-validation.")
+@click.option("--few-shot", "shots", default=None, type=click.IntRange(min=1),
+              help="Judge few-shot calibration instead of fitting one file: per deployment "
+                   "series of ROWS (>= 5 priced rows), fit on N points spread over its "
+                   "concurrency and score its other rows (ACCURACY.md). Writes no constants.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
+def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
     """Fits the calibrated estimate's constants on the measured deployments of ROWS.
 
     The constants file then serves `estimate --calibrated --calibration OUT` and
     `accuracy --calibrated --calibration OUT`. The figures printed are native calibrated
     estimates of the rows with the new constants (fitted on the same rows, so optimistic;
     `--cv` adds the honest leave-one-family-out figures).
+
+    `--few-shot N` answers how accurate the rest of a deployment is after calibrating on N
+    of its own measured points: every series (same model, system, backend and version,
+    mode, precision, quant modes and parallel layout) is fitted on N of its rows, chosen
+    by concurrency (3: lowest, middle, highest), and its other rows are scored, beside the
+    same rows estimated with constants pooled over all of ROWS and leave-one-family-out.
     """
     from ..accuracy import calibration_fit, scoring as accuracy
 
     systems_path = chosen_systems_path(ctx, None)
+    if shots is not None:
+        if out_file or cv:
+            raise click.UsageError("--few-shot fits one constants file per series and writes "
+                                   "none; drop --out and --cv (its figures include the "
+                                   "leave-one-family-out ones)")
+        _few_shot(rows_file, shots, systems_path, as_json)
+        return
+    if not out_file:
+        raise click.UsageError("Missing option '--out': the file to write the fitted "
+                               "constants to (or give --few-shot N to judge few-shot "
+                               "calibration, which writes none)")
     # --out never overwrites the measured rows, and a bad path fails before the fit
     _check_out(out_file, {"--rows": rows_file})
     rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
@@ -226,4 +248,32 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
     if cv:
         named.append(("leave-one-family-out", figures["cv"]))
     for line in format_table("calibrated", named):
+        click.echo(line)
+
+
+def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool) -> None:
+    """``calibrate --few-shot N``: :func:`aic.accuracy.few_shot.few_shot` on ROWS, printed."""
+    from ..accuracy import calibration_fit, few_shot
+
+    rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
+    progress = _Progress(len(rows))
+    try:
+        figures = few_shot.few_shot(rows, shots=shots, systems_path=systems_path,
+                                    progress=progress)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        progress.close()
+    figures.pop("predictions")
+    if as_json:
+        click.echo(dumps(figures, indent=2))
+        return
+    click.echo(f"{rows_file}: {figures['series']} deployment series with >= "
+               f"{figures['min_series_rows']} priced rows; constants fitted on {shots} points "
+               f"of each ({figures['fitted_rows']} rows), the other {figures['scored_rows']} "
+               f"rows scored")
+    named = [(f"fitted on {shots} points of the series", figures["few_shot"]),
+             ("pooled over all rows (in-sample)", figures["pooled"]),
+             ("pooled, leave-one-family-out", figures["pooled_cv"])]
+    for line in format_table("constants", named):
         click.echo(line)
