@@ -90,17 +90,20 @@ def choose_points(indices: list[int], rows: list[dict], shots: int) -> list[int]
 
 
 def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
-             progress=None) -> dict:
+             progress=None, features: list | None = None) -> dict:
     """Fits the constants on ``shots`` points of every series and scores the series' other
     rows (see the module documentation). Returns ``{"shots", "min_series_rows", "series",
     "fitted_rows", "scored_rows", "few_shot": metrics, "shipped": metrics, "per_series":
     [...]}`` (metrics of :func:`aic.accuracy.scoring.metrics` over the scored rows) and, under
     ``"predictions"``, the rows scored with their three predictions (not JSON: dropped by the
-    CLI). ``ValueError`` for ``shots < 1`` or when no series has enough rows."""
+    CLI). ``features``: :func:`aic.accuracy.calibration_fit.features` of ``rows`` when the
+    caller has them already. ``ValueError`` for ``shots < 1`` or when no series has enough
+    rows."""
     if shots < 1:
         raise ValueError(f"--few-shot needs at least 1 fitted point per series, got {shots}")
     min_rows = max(MIN_SERIES_ROWS, shots + 2)
-    fs = calibration_fit.features(rows, progress=progress, systems_path=systems_path)
+    fs = features if features is not None else calibration_fit.features(
+        rows, progress=progress, systems_path=systems_path)
     by_series: dict = {}
     for i, (row, f) in enumerate(zip(rows, fs)):
         if f is not None:
