@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes ACCURACY.md and docs/accuracy.png: the serving estimate against measured deployments.
+"""Writes ACCURACY.md, docs/accuracy.png and docs/accuracy_cdf.png: the serving estimate against
+measured deployments.
 
 Usage (from the repo root, with the aic extension built; matplotlib is needed for the plot only,
 it is an optional extra, not a dependency of aic):
@@ -8,7 +9,8 @@ it is an optional extra, not a dependency of aic):
 
 Runs the parity mode, the reference's own predictions (data/silicon), the calibrated mode with the
 shipped constants (data/calibration/serving.json) and the leave-one-model-family-out
-cross-validation of scripts/fit_calibration.py, and renders the tables and the plot.
+cross-validation of scripts/fit_calibration.py and the few-shot calibration of
+aic.accuracy.few_shot, and renders the tables, the predicted-vs-measured plot and the APE CDF.
 """
 
 from __future__ import annotations

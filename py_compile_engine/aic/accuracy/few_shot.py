@@ -77,8 +77,8 @@ def _order(row: dict) -> tuple:
 def choose_points(indices: list[int], rows: list[dict], shots: int) -> list[int]:
     """The ``shots`` fitted rows of a series (indices into ``rows``): the series sorted by
     (concurrency, isl, osl, id), then positions ``round(i * (n - 1) / (shots - 1))`` for
-    ``i = 0 .. shots - 1``, rounded half up (the first, the last and evenly spaced between; one shot: the
-    middle one)."""
+    ``i = 0 .. shots - 1``, rounded half up (the first, the last and evenly spaced between;
+    one shot: the middle one)."""
     ordered = sorted(indices, key=lambda i: _order(rows[i]))
     n = len(ordered)
     if shots >= n:
@@ -90,15 +90,17 @@ def choose_points(indices: list[int], rows: list[dict], shots: int) -> list[int]
 
 
 def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
-             progress=None, features: list | None = None) -> dict:
+             progress=None, features: list | None = None, series_progress=None) -> dict:
     """Fits the constants on ``shots`` points of every series and scores the series' other
     rows (see the module documentation). Returns ``{"shots", "min_series_rows", "series",
-    "fitted_rows", "scored_rows", "few_shot": metrics, "shipped": metrics, "per_series":
-    [...]}`` (metrics of :func:`aic.accuracy.scoring.metrics` over the scored rows) and, under
-    ``"predictions"``, the rows scored with their three predictions (not JSON: dropped by the
-    CLI). ``features``: :func:`aic.accuracy.calibration_fit.features` of ``rows`` when the
-    caller has them already. ``ValueError`` for ``shots < 1`` or when no series has enough
-    rows."""
+    "fitted_rows", "scored_rows", "few_shot", "pooled", "pooled_cv", "per_series"}``: the three
+    estimates' :func:`aic.accuracy.scoring.metrics` over the scored rows, one entry per series
+    (its fitted rows, their concurrency, its constants and figures) and, under
+    ``"predictions"``, the scored rows with the three estimates' predictions (not JSON: dropped
+    by the CLI). ``features``: :func:`aic.accuracy.calibration_fit.features` of ``rows`` when
+    the caller has them already. ``progress(i)`` is called per row of the feature pass,
+    ``series_progress(done, total)`` per series fitted and scored. ``ValueError`` for
+    ``shots < 1`` or when no series has enough rows."""
     if shots < 1:
         raise ValueError(f"--few-shot needs at least 1 fitted point per series, got {shots}")
     min_rows = max(MIN_SERIES_ROWS, shots + 2)
@@ -119,7 +121,7 @@ def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
     fitted_rows = 0
     fewshot_preds: list = []
     per_series = []
-    for key in sorted(taking_part):
+    for done, key in enumerate(sorted(taking_part), 1):
         idx = taking_part[key]
         fitted = choose_points(idx, rows, shots)
         rest = [i for i in sorted(idx, key=lambda i: _order(rows[i])) if i not in fitted]
@@ -136,6 +138,8 @@ def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
                                                       "ttft_bias", "tpot_mdape", "tpot_p90_ape",
                                                       "tpot_bias")}})
         fitted_rows += len(fitted)
+        if series_progress is not None:
+            series_progress(done, len(taking_part))
         scored_rows += [rows[i] for i in rest]
         fewshot_preds += preds
     pooled_model = calibration_fit.fit([f for f in fs if f is not None])

@@ -4,7 +4,8 @@ deployments, and the calibrated estimate's constants fitted on them.
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
 ``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
 ``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, P90 APE, share
-within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x backend x mode and by model.
+within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x
+backend x mode and by model.
 ``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
@@ -52,8 +53,9 @@ class _Progress:
     """A one-line progress bar on stderr: drawn on a terminal, or when the run is slow (after
     5 s) so long runs in a log show they are alive."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, unit: str = "rows"):
         self.total = total
+        self.unit = unit
         self.start = time.monotonic()
         self.tty = sys.stderr.isatty()
         self.drawn = False
@@ -70,7 +72,8 @@ class _Progress:
         width = 30
         filled = int(width * done / max(self.total, 1))
         end = "\r" if self.tty else "\n"
-        sys.stderr.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} rows "
+        sys.stderr.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"{self.unit} "
                          f"{elapsed:.1f} s{end}")
         sys.stderr.flush()
         self.drawn = True
@@ -257,13 +260,22 @@ def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool) -> None:
 
     rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
     progress = _Progress(len(rows))
+    bars = [progress]
+
+    def series_progress(done: int, total: int) -> None:
+        if len(bars) == 1:  # the feature pass is over: a bar for the series
+            progress.close()
+            bars.append(_Progress(total, "series"))
+            bars[1].start = progress.start  # slow runs show the bar as the row pass did
+        bars[1](done)
+
     try:
         figures = few_shot.few_shot(rows, shots=shots, systems_path=systems_path,
-                                    progress=progress)
+                                    progress=progress, series_progress=series_progress)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
-        progress.close()
+        bars[-1].close()
     figures.pop("predictions")
     if as_json:
         click.echo(dumps(figures, indent=2))
