@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 
 from aic.accuracy import scoring as accuracy
 from aic.cli import main
+from aic.json_output import dumps
 
 SILICON = Path(__file__).resolve().parents[2] / "data" / "silicon"
 ROWS = SILICON / "calibration.csv"
@@ -120,6 +122,49 @@ def test_metrics_worked_example():
     assert m["tpot_mdape"] == pytest.approx(5.0) and m["tpot_within10"] == pytest.approx(100.0)
 
 
+def test_metrics_tail_and_bias_worked_example():
+    """Eleven TTFT predictions off by 0, 10, ..., 100 % (signed: four low, one exact, six
+    high) and five TPOT predictions off by 10 .. 50 %: the P90 APE and the median signed error
+    are known by hand."""
+    signed = [-40, -50, -60, -70, 0, 10, 20, 30, 80, 90, 100]
+    tpot_signed = [-10, 20, -30, 40, -50] + [None] * 6
+    rows = [{"silicon_ttft_ms": "200", "silicon_tpot_ms": "10", "system": "s",
+             "backend": "b", "mode": "agg", "model_path": "m"} for _ in signed]
+    preds = [accuracy.Prediction(str(i), 200.0 * (1 + e / 100.0),
+                                 10.0 * (1 + (t if t is not None else 0) / 100.0))
+             for i, (e, t) in enumerate(zip(signed, tpot_signed))]
+    m = accuracy.metrics(rows, preds)
+    assert m["ttft_mdape"] == pytest.approx(50.0)
+    assert m["ttft_p90_ape"] == pytest.approx(90.0)  # rank 0.9 * 10 = 9 of 0, 10, ..., 100
+    assert m["ttft_bias"] == pytest.approx(10.0)  # sixth of -70 -60 -50 -40 0 10 20 ...
+    five = accuracy.metrics(rows[:5], preds[:5])
+    assert five["tpot_mdape"] == pytest.approx(30.0)
+    assert five["tpot_p90_ape"] == pytest.approx(46.0)  # rank 3.6 between 40 and 50
+    assert five["tpot_bias"] == pytest.approx(-10.0)  # median of -50 -30 -10 20 40
+    assert accuracy.percentile([7.0], 90.0) == 7.0
+    assert math.isnan(accuracy.percentile([], 90.0))
+
+
+def test_tail_figures_per_group_and_null_without_predictions():
+    rows = [{"silicon_ttft_ms": "100", "silicon_tpot_ms": "10", "system": "h100_sxm",
+             "backend": "vllm", "mode": "agg", "model_path": "m"},
+            {"silicon_ttft_ms": "100", "silicon_tpot_ms": "10", "system": "h100_sxm",
+             "backend": "vllm", "mode": "agg", "model_path": "m"},
+            {"silicon_ttft_ms": "100", "silicon_tpot_ms": "10", "system": "h200_sxm",
+             "backend": "vllm", "mode": "agg", "model_path": "m"}]
+    preds = [accuracy.Prediction("a", 50.0, 12.0), accuracy.Prediction("b", 150.0, 14.0),
+             accuracy.Prediction("c")]
+    s = accuracy.score(rows, preds)
+    g = s["by_group"]["h100_sxm vllm agg"]
+    assert g["ttft_p90_ape"] == pytest.approx(50.0) and g["ttft_bias"] == pytest.approx(0.0)
+    assert g["tpot_p90_ape"] == pytest.approx(38.0)  # 20 + 0.9 * (40 - 20)
+    assert g["tpot_bias"] == pytest.approx(30.0)
+    doc = json.loads(dumps(s))  # valid JSON: a figure over no predicted row is null
+    none = doc["by_group"]["h200_sxm vllm agg"]
+    assert none["predicted"] == 0
+    assert none["ttft_p90_ape"] is None and none["tpot_bias"] is None
+
+
 def test_cli_json_on_a_small_file(tmp_path):
     rows = accuracy.load_rows(ROWS)[:6]
     path = tmp_path / "rows.csv"
@@ -132,11 +177,14 @@ def test_cli_json_on_a_small_file(tmp_path):
                                     str(out_csv)])
     assert res.exit_code == 0, res.output
     figures = json.loads(res.output)
-    for key in ("rows", "predicted", "coverage", "ttft_mdape", "tpot_mdape", "by_group",
-                "by_model"):
+    for key in ("rows", "predicted", "coverage", "ttft_mdape", "tpot_mdape", "ttft_p90_ape",
+                "tpot_p90_ape", "ttft_bias", "tpot_bias", "by_group", "by_model"):
         assert key in figures
+    for group in figures["by_group"].values():
+        assert {"ttft_p90_ape", "tpot_p90_ape", "ttft_bias", "tpot_bias"} <= set(group)
     assert figures["rows"] == 6
     with open(out_csv, newline="", encoding="utf-8") as fh:
         assert len(list(csv.DictReader(fh))) == 6
     text = CliRunner().invoke(main, ["accuracy", "--rows", str(path)])
-    assert text.exit_code == 0 and "TTFT MdAPE" in text.output
+    assert text.exit_code == 0 and "TTFT MdAPE" in text.output and "P90 APE" in text.output
+    assert "P90" in text.output.splitlines()[3]  # the table head

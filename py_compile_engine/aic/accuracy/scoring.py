@@ -5,8 +5,8 @@ deployment per row: model, system, backend, mode, isl / osl, parallelism, batch 
 measured TTFT and TPOT). :func:`row_request` maps a row to the arguments of
 :func:`aic.serving.estimate` exactly as the reference's own accuracy comparison does (see
 ``data/silicon/README.md``); :func:`predict_rows` runs the estimates; :func:`score` computes the
-figures users ask for first — coverage, MdAPE, MAPE, share within 10 % / 20 %, bias — overall and
-by group.
+figures users ask for first — coverage, MdAPE, MAPE, P90 APE (the tail), share within 10 % / 20 %,
+bias — overall and by group.
 
 This module computes no latency: every number is the native serving estimate (parity mode) or
 the native calibrated serving estimate (``calibrated=True``, spec in ``ACCURACY.md``).
@@ -310,8 +310,26 @@ def _median(values: list[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between the
+    closest ranks (position ``q / 100 * (n - 1)`` in the sorted values, numpy's default);
+    NaN for no values."""
+    s = sorted(values)
+    if not s:
+        return math.nan
+    pos = q / 100.0 * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
 def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
-    """Coverage, MdAPE, MAPE, within 10 % / 20 % and median bias (%) for TTFT and TPOT."""
+    """Coverage, MdAPE, MAPE, P90 APE, within 10 % / 20 % and median bias (%) for TTFT and TPOT.
+
+    APE is ``|pred - measured| / measured`` in %; ``<metric>_p90_ape`` is its 90th percentile
+    (:func:`percentile`: one prediction in ten is off by more); ``<metric>_bias`` is the median
+    signed percentage error ``(pred - measured) / measured`` (negative: the estimate is too
+    low). Figures over no predicted row are NaN (``null`` in JSON)."""
     out: dict = {"rows": len(rows), "predicted": sum(p.predicted for p in preds)}
     out["coverage"] = out["predicted"] / len(rows) * 100.0 if rows else math.nan
     for metric, col in (("ttft", "silicon_ttft_ms"), ("tpot", "silicon_tpot_ms")):
@@ -328,6 +346,7 @@ def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
             bias.append(rel)
         out[f"{metric}_mdape"] = _median(ape)
         out[f"{metric}_mape"] = sum(ape) / len(ape) if ape else math.nan
+        out[f"{metric}_p90_ape"] = percentile(ape, 90.0)
         out[f"{metric}_within10"] = (sum(a <= 10.0 for a in ape) / len(ape) * 100.0
                                      if ape else math.nan)
         out[f"{metric}_within20"] = (sum(a <= 20.0 for a in ape) / len(ape) * 100.0

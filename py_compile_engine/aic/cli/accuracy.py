@@ -3,8 +3,9 @@ deployments, and the calibrated estimate's constants fitted on them.
 
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
 ``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
-``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, share within 10 % /
-20 % and bias for TTFT and TPOT — overall, by system x backend x mode and by model.
+``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, P90 APE, share
+within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x
+backend x mode and by model.
 ``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
@@ -20,8 +21,10 @@ import click
 from ..json_output import dumps
 from .common import CONTEXT_SETTINGS, chosen_systems_path
 
-_HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "<=10%", "<=20%", "bias",
-         "TPOT MdAPE", "MAPE", "<=10%", "<=20%", "bias"]
+_HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias",
+         "TPOT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias"]
+#: The figures of each metric in a table line, in the order of :data:`_HEAD`.
+_FIGURES = ("mdape", "mape", "p90_ape", "within10", "within20", "bias")
 
 
 def _pct(value) -> str:
@@ -32,8 +35,7 @@ def _pct(value) -> str:
 def _line(name: str, m: dict) -> list[str]:
     cells = [name, str(m["rows"]), str(m["predicted"]), _pct(m["coverage"])]
     for metric in ("ttft", "tpot"):
-        cells += [_pct(m[f"{metric}_{k}"]) for k in ("mdape", "mape", "within10", "within20",
-                                                     "bias")]
+        cells += [_pct(m[f"{metric}_{k}"]) for k in _FIGURES]
     return cells
 
 
@@ -51,8 +53,9 @@ class _Progress:
     """A one-line progress bar on stderr: drawn on a terminal, or when the run is slow (after
     5 s) so long runs in a log show they are alive."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, unit: str = "rows"):
         self.total = total
+        self.unit = unit
         self.start = time.monotonic()
         self.tty = sys.stderr.isatty()
         self.drawn = False
@@ -69,7 +72,8 @@ class _Progress:
         width = 30
         filled = int(width * done / max(self.total, 1))
         end = "\r" if self.tty else "\n"
-        sys.stderr.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} rows "
+        sys.stderr.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"{self.unit} "
                          f"{elapsed:.1f} s{end}")
         sys.stderr.flush()
         self.drawn = True
@@ -162,8 +166,10 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
     mode = "calibrated" if calibrated else "parity (reference model)"
     click.echo(f"{rows_file}: {figures['predicted']} of {figures['rows']} rows predicted "
                f"({figures['coverage']:.1f} %), {mode}")
-    click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, "
-               f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %")
+    click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, P90 APE "
+               f"{_pct(figures['ttft_p90_ape'])} %, bias {_pct(figures['ttft_bias'])} %; "
+               f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %, P90 APE "
+               f"{_pct(figures['tpot_p90_ape'])} %, bias {_pct(figures['tpot_bias'])} %")
     click.echo("")
     for line in format_table("overall", [("all", figures)]):
         click.echo(line)
@@ -176,23 +182,45 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
 @click.option("--rows", "rows_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Measured deployments, calibration.csv layout.")
-@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),
-              help="Write the fitted constants here (data/calibration/serving.json layout).")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Write the fitted constants here (data/calibration/serving.json layout); "
+                   "required unless --few-shot.")
 @click.option("--cv", is_flag=True,
               help="Also judge the fit by leave-one-model-family-out cross-validation.")
+@click.option("--few-shot", "shots", default=None, type=click.IntRange(min=1),
+              help="Judge few-shot calibration instead of fitting one file: per deployment "
+                   "series of ROWS (>= 5 priced rows), fit on N points spread over its "
+                   "concurrency and score its other rows (ACCURACY.md). Writes no constants.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
+def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
     """Fits the calibrated estimate's constants on the measured deployments of ROWS.
 
     The constants file then serves `estimate --calibrated --calibration OUT` and
     `accuracy --calibrated --calibration OUT`. The figures printed are native calibrated
     estimates of the rows with the new constants (fitted on the same rows, so optimistic;
     `--cv` adds the honest leave-one-family-out figures).
+
+    `--few-shot N` answers how accurate the rest of a deployment is after calibrating on N
+    of its own measured points: every series (same model, system, backend and version,
+    mode, precision, quant modes and parallel layout) is fitted on N of its rows, chosen
+    by concurrency (3: lowest, middle, highest), and its other rows are scored, beside the
+    same rows estimated with constants pooled over all of ROWS and leave-one-family-out.
     """
     from ..accuracy import calibration_fit, scoring as accuracy
 
     systems_path = chosen_systems_path(ctx, None)
+    if shots is not None:
+        if out_file or cv:
+            raise click.UsageError("--few-shot fits one constants file per series and writes "
+                                   "none; drop --out and --cv (its figures include the "
+                                   "leave-one-family-out ones)")
+        _few_shot(rows_file, shots, systems_path, as_json)
+        return
+    if not out_file:
+        raise click.UsageError("Missing option '--out': the file to write the fitted "
+                               "constants to (or give --few-shot N to judge few-shot "
+                               "calibration, which writes none)")
     # --out never overwrites the measured rows, and a bad path fails before the fit
     _check_out(out_file, {"--rows": rows_file})
     rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
@@ -223,4 +251,41 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, as_json):
     if cv:
         named.append(("leave-one-family-out", figures["cv"]))
     for line in format_table("calibrated", named):
+        click.echo(line)
+
+
+def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool) -> None:
+    """``calibrate --few-shot N``: :func:`aic.accuracy.few_shot.few_shot` on ROWS, printed."""
+    from ..accuracy import calibration_fit, few_shot
+
+    rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
+    progress = _Progress(len(rows))
+    bars = [progress]
+
+    def series_progress(done: int, total: int) -> None:
+        if len(bars) == 1:  # the feature pass is over: a bar for the series
+            progress.close()
+            bars.append(_Progress(total, "series"))
+            bars[1].start = progress.start  # slow runs show the bar as the row pass did
+        bars[1](done)
+
+    try:
+        figures = few_shot.few_shot(rows, shots=shots, systems_path=systems_path,
+                                    progress=progress, series_progress=series_progress)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        bars[-1].close()
+    figures.pop("predictions")
+    if as_json:
+        click.echo(dumps(figures, indent=2))
+        return
+    click.echo(f"{rows_file}: {figures['series']} deployment series with >= "
+               f"{figures['min_series_rows']} priced rows; constants fitted on {shots} points "
+               f"of each ({figures['fitted_rows']} rows), the other {figures['scored_rows']} "
+               f"rows scored")
+    named = [(f"fitted on {shots} points of the series", figures["few_shot"]),
+             ("pooled over all rows (in-sample)", figures["pooled"]),
+             ("pooled, leave-one-family-out", figures["pooled_cv"])]
+    for line in format_table("constants", named):
         click.echo(line)
