@@ -14,6 +14,8 @@
 # Knobs: AIC_MOCKER_ARGS (passed to the example, e.g. "--requests 1024 --concurrency 64"),
 # AIC_MOCKER_REL_TOL (default 0), AIC_MOCKER_SKIP_TESTS=1 (build and run only),
 # CARGO_TARGET_DIR (default examples/dynamo-mocker/target).
+# The example's Cargo.lock pins the dynamo-mocker tree; it is not passed --locked, so a new
+# dependency of aic-core or aic-replay is added to it rather than failing the build.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,12 +27,12 @@ started=$(date +%s.%N)
 elapsed() { awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 echo "==> building examples/dynamo-mocker (release)"
-cargo build --release --locked --manifest-path "$manifest"
+cargo build --release --manifest-path "$manifest"
 echo "    built after $(elapsed) s"
 
 if [[ "${AIC_MOCKER_SKIP_TESTS:-0}" != 1 ]]; then
     echo "==> cargo test (release)"
-    cargo test --release --locked --manifest-path "$manifest"
+    cargo test --release --manifest-path "$manifest"
     echo "    tested after $(elapsed) s"
 fi
 
