@@ -19,8 +19,12 @@ import pytest
 
 pytest.importorskip("aic._aic", reason="needs the native module (pip install .)")
 
+import aic  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
-SRC = REPO / "py_compile_engine"
+# The commands run in subprocesses on the same `aic` this process imported (the installed wheel
+# in CI, the source tree in a development checkout with a built extension).
+SRC = Path(aic.__file__).resolve().parents[1]
 FULL = Path("/dev/full")
 pytestmark = pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full (Linux)")
 
