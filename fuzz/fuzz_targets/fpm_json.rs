@@ -25,7 +25,7 @@ fn native() -> &'static ForwardPassPerfModel {
     })
 }
 
-fn check(what: &str, estimate: aic_core::Result<Option<f64>>) {
+fn check(what: &str, estimate: Result<Option<f64>, aic_core::fpm::FpmError>) {
     if let Ok(Some(ms)) = estimate {
         assert!(ms.is_finite() && ms >= 0.0, "{what} estimate {ms} ms");
     }
