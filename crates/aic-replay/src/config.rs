@@ -48,6 +48,7 @@ use aisimulate_core::engine::{Backend as SchedulerBackend, EngineConfig as RankC
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReplayError, Result};
+use crate::timing::StepCalibration;
 
 /// Default concurrent sequences per scheduler rank.
 pub const DEFAULT_MAX_NUM_SEQS: usize = 256;
@@ -144,6 +145,8 @@ pub struct RoleSetup {
     pub dp_size: u32,
     /// The KV capacity of one rank and its source.
     pub kv: KvCapacity,
+    /// Step-time corrections the role's timing model applies (identity unless set).
+    pub calibration: StepCalibration,
 }
 
 impl RoleSetup {
@@ -161,6 +164,7 @@ pub struct RoleBuilder {
     facts: Option<ModelFacts>,
     scheduler: SchedulerOverrides,
     kv: KvOverrides,
+    calibration: StepCalibration,
 }
 
 impl RoleBuilder {
@@ -172,7 +176,14 @@ impl RoleBuilder {
             facts: None,
             scheduler: SchedulerOverrides::default(),
             kv: KvOverrides::default(),
+            calibration: StepCalibration::IDENTITY,
         }
+    }
+
+    /// Calibrated step times for the role (see [`StepCalibration`]).
+    pub fn calibration(mut self, calibration: StepCalibration) -> Self {
+        self.calibration = calibration;
+        self
     }
 
     /// The model facts aic's memory model needs (from `ModelFacts::from_hf_config`, or the
@@ -249,7 +260,9 @@ impl RoleBuilder {
         rank.enable_chunked_prefill = chunked;
         rank.enable_prefix_caching = self.scheduler.enable_prefix_caching.unwrap_or(true);
         rank.validate().map_err(|e| ReplayError::deployment(role.as_str(), format!("{e:#}")))?;
-        Ok(RoleSetup { role, engine: self.engine, rank, gpus_per_rank, dp_size: dp, kv })
+        let calibration = self.calibration;
+        calibration.check().map_err(|e| ReplayError::deployment(field("calibration"), e))?;
+        Ok(RoleSetup { role, engine: self.engine, rank, gpus_per_rank, dp_size: dp, kv, calibration })
     }
 
     fn kv_capacity(&self, block_size: usize, max_num_seqs: usize, max_tokens: usize) -> Result<KvCapacity> {

@@ -56,5 +56,5 @@ pub use error::{ReplayError, Result};
 pub use report::ReplayReport;
 pub use request::{run_json, EngineRequest, ModeRequest, ReplayRequest, SpecSource};
 pub use run::{Deployment, Replay, ReplayOptions, ReplayOutcome, RoleTimingStats, RunStats, TimingSource};
-pub use timing::{AicTimingModel, TimingCall, TimingStats};
+pub use timing::{AicTimingModel, StepCalibration, TimingCall, TimingStats};
 pub use workload::{Arrival, Distribution, Lengths, Workload};

@@ -53,6 +53,22 @@ impl LatencySummary {
         }
     }
 
+    /// Every figure moved by `ms` (a per-request constant added to each value).
+    fn shifted(self, ms: f64) -> Self {
+        if ms == 0.0 || self.samples == 0 {
+            return self;
+        }
+        LatencySummary {
+            mean: self.mean + ms,
+            p50: self.p50 + ms,
+            p90: self.p90 + ms,
+            p99: self.p99 + ms,
+            min: self.min + ms,
+            max: self.max + ms,
+            ..self
+        }
+    }
+
     /// Exact figures of per-request values (`None` when there are none): percentiles
     /// interpolate linearly between the closest ranks (numpy's default), so the same values give
     /// the same bits on every platform.
@@ -279,6 +295,8 @@ pub(crate) struct ReportInputs<'a> {
     pub evidence: Vec<(Option<TimingEvidenceSummary>, u32)>,
     pub keep_timeline: bool,
     pub keep_per_request: bool,
+    /// Added to every request's TTFT and E2E (`ReplayOptions::request_overhead_ms`).
+    pub request_overhead_ms: f64,
 }
 
 pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInputs<'_>) -> ReplayReport {
@@ -304,9 +322,9 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
                 input_tokens: r.input_length,
                 output_tokens: r.output_length,
                 reused_input_tokens: r.reused_input_tokens,
-                ttft_ms: r.ttft_ms,
+                ttft_ms: r.ttft_ms.map(|t| t + inputs.request_overhead_ms),
                 itl_ms: r.itl_ms,
-                e2e_ms: r.e2e_latency_ms,
+                e2e_ms: r.e2e_latency_ms.map(|t| t + inputs.request_overhead_ms),
             })
             .collect()
     } else {
@@ -319,12 +337,14 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
         requests,
         duration_ms: t.duration_ms,
         ttft_ms: per_request_exact(sim, |r| r.ttft_ms)
-            .unwrap_or_else(|| LatencySummary::from_sim(l.num_ttft_samples, &l.ttft)),
+            .unwrap_or_else(|| LatencySummary::from_sim(l.num_ttft_samples, &l.ttft))
+            .shifted(inputs.request_overhead_ms),
         tpot_ms: per_request_exact(sim, |r| r.itl_ms)
             .unwrap_or_else(|| LatencySummary::from_sim(l.num_tpot_samples, &l.tpot)),
         itl_ms: LatencySummary::from_sim(l.num_tpot_samples, &l.itl.distribution),
         e2e_ms: per_request_exact(sim, |r| r.e2e_latency_ms)
-            .unwrap_or_else(|| LatencySummary::from_sim(l.num_e2e_latency_samples, &l.e2e)),
+            .unwrap_or_else(|| LatencySummary::from_sim(l.num_e2e_latency_samples, &l.e2e))
+            .shifted(inputs.request_overhead_ms),
         throughput: Throughput {
             gpus,
             requests_per_s: t.request_throughput_rps,

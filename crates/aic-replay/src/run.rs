@@ -61,6 +61,12 @@ pub struct ReplayOptions {
     pub max_sim_time_ms: Option<f64>,
     /// Which latencies the schedulers get.
     pub timing: TimingSource,
+    /// Per-request time outside the GPU passes (HTTP, tokenisation, and in a calibrated replay
+    /// whatever else the measured deployments spend before the first token), ms: added to
+    /// every request's TTFT and end-to-end latency in the report. It does not delay the
+    /// simulated schedule. `None`: 0, or the calibration group's `ttft_overhead_ms` in a
+    /// calibrated request ([`crate::request::ReplayRequest::calibration`]).
+    pub request_overhead_ms: Option<f64>,
 }
 
 impl Default for ReplayOptions {
@@ -72,6 +78,7 @@ impl Default for ReplayOptions {
             record_timing_calls: false,
             max_sim_time_ms: None,
             timing: TimingSource::Aic,
+            request_overhead_ms: None,
         }
     }
 }
@@ -249,6 +256,12 @@ impl Replay {
                 format!("must be finite and > 0, got {}", o.sample_interval_ms),
             ));
         }
+        if let Some(ms) = o.request_overhead_ms.filter(|ms| !(ms.is_finite() && (0.0..=60_000.0).contains(ms))) {
+            return Err(ReplayError::deployment(
+                "options.request_overhead_ms",
+                format!("must be a finite number of ms in [0, 60000], got {ms}"),
+            ));
+        }
         Ok(())
     }
 
@@ -367,7 +380,8 @@ impl Replay {
                         AicTimingModel::recording(engine)
                     } else {
                         AicTimingModel::new(engine)
-                    };
+                    }
+                    .with_calibration(setup.calibration);
                     Some(Arc::new(if self.options.timing == TimingSource::AicNoMemo { model.without_memo() } else { model }))
                 }
             })
@@ -410,6 +424,7 @@ impl Replay {
                 evidence,
                 keep_timeline: self.options.timeline,
                 keep_per_request: self.options.per_request,
+                request_overhead_ms: self.options.request_overhead_ms.unwrap_or(0.0),
             },
         );
         let timing_calls = roles

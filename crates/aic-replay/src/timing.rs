@@ -45,6 +45,13 @@
 //!   `aic_nextn` acceptance model is configured; this crate does not configure it.
 //! * **Cache state.** Occupancy (`active_kv_tokens / total_kv_tokens`) does not change an aic
 //!   step; host offload or transfer costs are not modelled by aic.
+//!
+//! # Calibrated step times
+//!
+//! [`AicTimingModel::with_calibration`] applies a [`StepCalibration`] to every answer: a prefill
+//! pass × `prefill_scale`, a decode step × `decode_scale` + `decode_overhead_ms` (the step-level
+//! part of aic's calibrated serving estimate, measured / table-priced time and host time per
+//! iteration). The memo and the per-op evidence keep the engine's own (table-priced) numbers.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -53,9 +60,50 @@ use std::time::Instant;
 
 use aic_core::Engine;
 use aisimulate_core::engine::{TimingEvidenceSummary, TimingModel};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::evidence::{phase_evidence, PhaseKind};
+
+/// Step-level corrections of measured over table-priced time, applied by
+/// [`AicTimingModel::with_calibration`]: the replay's schedulers then see calibrated passes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepCalibration {
+    /// Measured / priced time of a prefill pass.
+    pub prefill_scale: f64,
+    /// Measured / priced time of a decode step.
+    pub decode_scale: f64,
+    /// Host time per decode step that no kernel table holds (scheduler, sampling), ms.
+    #[serde(default)]
+    pub decode_overhead_ms: f64,
+}
+
+impl StepCalibration {
+    /// No correction: the engine's numbers.
+    pub const IDENTITY: StepCalibration =
+        StepCalibration { prefill_scale: 1.0, decode_scale: 1.0, decode_overhead_ms: 0.0 };
+
+    /// Refuses a scale that is not finite and in (0, 100], or an overhead outside [0, 1000] ms
+    /// (the physical ranges of aic's calibration constants), naming the constant.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, value) in [("prefill_scale", self.prefill_scale), ("decode_scale", self.decode_scale)] {
+            if !(value.is_finite() && value > 0.0 && value <= 100.0) {
+                return Err(format!("{name} must be a finite number in (0, 100], got {value}"));
+            }
+        }
+        let o = self.decode_overhead_ms;
+        if !(o.is_finite() && (0.0..=1000.0).contains(&o)) {
+            return Err(format!("decode_overhead_ms must be a finite number of ms in [0, 1000], got {o}"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for StepCalibration {
+    fn default() -> Self {
+        StepCalibration::IDENTITY
+    }
+}
 
 /// One call the replay made to the timing model, with the value it got back.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -166,12 +214,29 @@ pub struct AicTimingModel {
     engine: Arc<Engine>,
     state: Mutex<State>,
     memoize: bool,
+    calibration: StepCalibration,
 }
 
 impl AicTimingModel {
     /// A timing model over a compiled engine.
     pub fn new(engine: Arc<Engine>) -> Self {
-        AicTimingModel { engine, state: Mutex::new(State::default()), memoize: true }
+        AicTimingModel {
+            engine,
+            state: Mutex::new(State::default()),
+            memoize: true,
+            calibration: StepCalibration::IDENTITY,
+        }
+    }
+
+    /// Answers calibrated step times (module docs, "Calibrated step times").
+    pub fn with_calibration(mut self, calibration: StepCalibration) -> Self {
+        self.calibration = calibration;
+        self
+    }
+
+    /// The step calibration applied ([`StepCalibration::IDENTITY`] unless set).
+    pub fn calibration(&self) -> StepCalibration {
+        self.calibration
     }
 
     /// Asks the engine on every call instead of answering repeated arguments from the memo
@@ -293,7 +358,7 @@ impl TimingModel for AicTimingModel {
         let latency_ms = if batch_size == 0 || mean_isl <= mean_prefix {
             0.0
         } else {
-            self.estimate(prefill_key(batch_size, mean_isl, mean_prefix)?)?
+            self.calibration.prefill_scale * self.estimate(prefill_key(batch_size, mean_isl, mean_prefix)?)?
         };
         let call = TimingCall::Prefill { batch: batch_size, mean_isl, mean_prefix, latency_ms };
         self.finish_call(started, Some(call));
@@ -308,8 +373,12 @@ impl TimingModel for AicTimingModel {
         total_kv_tokens: usize,
     ) -> anyhow::Result<f64> {
         let started = Instant::now();
-        let latency_ms =
-            if batch_size == 0 { 0.0 } else { self.estimate(decode_key(batch_size, mean_context_length)?)? };
+        let c = self.calibration;
+        let latency_ms = if batch_size == 0 {
+            0.0
+        } else {
+            c.decode_scale * self.estimate(decode_key(batch_size, mean_context_length)?)? + c.decode_overhead_ms
+        };
         let call = TimingCall::Decode {
             batch: batch_size,
             active_kv_tokens,

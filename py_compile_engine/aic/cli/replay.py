@@ -82,6 +82,16 @@ def _role_options(fn):
               help="Scheduler: concurrent sequences per rank.")
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
               help="Scheduler: token budget of one pass.")
+@click.option("--calibrated", is_flag=True,
+              help="Calibrated step times: each role takes the step part of its calibration "
+                   "group and every request the group's TTFT overhead (ACCURACY.md).")
+@click.option("--calibration", "calibration", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="--calibrated: a constants file in the data/calibration/serving.json layout "
+                   "(default: the shipped constants).")
+@click.option("--request-overhead-ms", "request_overhead_ms", type=float, default=None,
+              help="Time outside the GPU passes added to every request's TTFT and E2E, ms "
+                   "(default 0, or the calibration group's with --calibrated).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @click.option("--plot", "plot_file", default=None,
               help="Save the latency CDFs and the queue over time to FILE.svg (or .png with "
@@ -106,6 +116,8 @@ def replay_cmd(ctx, model, system, backend, as_json, plot_file, local_systems_pa
             check_plot_path(plot_file)
     except ValueError as exc:
         raise click.BadParameter(str(exc).split(": ", 1)[-1], param_hint="'--plot'") from None
+    if kwargs.get("calibration") is not None and not kwargs.get("calibrated"):
+        raise click.UsageError("--calibration needs --calibrated")
     systems_path = chosen_systems_path(ctx, local_systems_path)
     try:
         result = replay(model, system, backend, trace=trace, systems_path=systems_path,

@@ -173,6 +173,24 @@ class ReplayResult:
                 f"TTFT p50 {self.ttft.p50:.3f} ms, TPOT p50 {self.tpot.p50:.3f} ms)")
 
 
+def _non_finite(value, path: str = "") -> str:
+    """The key path of the first non-finite number in a constants document (``""``: none);
+    JSON has no NaN or infinity, so the native check would only see a parse error."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "a constant"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _non_finite(v, f"{path}[{i}]")
+            if found:
+                return found
+    return ""
+
+
 def _workload(requests, concurrency, rate, isl, osl, seed, trace, trace_block_size,
               speedup) -> dict:
     if trace is not None:
@@ -259,6 +277,9 @@ def replay(
     enable_prefix_caching: bool | None = None,
     timeline: bool = False,
     per_request: bool = False,
+    calibrated: bool = False,
+    calibration=None,
+    request_overhead_ms: float | None = None,
     database_mode: str = "SILICON",
     systems_path: str | os.PathLike | None = None,
 ) -> ReplayResult:
@@ -281,6 +302,13 @@ def replay(
     ``num_gpu_blocks`` bypasses the model); the scheduler limits are the backend's defaults
     unless ``max_num_seqs``, ``max_num_batched_tokens``, ``enable_chunked_prefill`` or
     ``enable_prefix_caching`` are given. The same seed gives the same result bit for bit.
+
+    ``calibrated=True`` replays with calibrated step times: each role takes the step-level part
+    of the calibration group of its system / backend / mode (constants of ``calibration``, a
+    dict or JSON file, default the shipped ``data/calibration/serving.json``): prefill passes ×
+    ``ttft_scale``, decode steps × ``tpot_scale`` + ``tpot_overhead_ms`` (× the HYBRID factors
+    for a HYBRID-priced role), and the group's ``ttft_overhead_ms`` added to every request's
+    TTFT and E2E; ``request_overhead_ms`` replaces that overhead (also without calibration).
 
     Errors: ``ValueError`` naming the argument (or the trace line and field) for a bad input,
     a prompt longer than the KV capacity, or a parallelism the model does not allow;
@@ -364,7 +392,19 @@ def replay(
             "decode_workers": decode_workers,
             "handoff_latency_ms": handoff,
         }
-    request = {"mode": deployment, "workload": workload,
-               "options": {"timeline": bool(timeline), "per_request": bool(per_request)}}
+    options: dict = {"timeline": bool(timeline), "per_request": bool(per_request)}
+    if request_overhead_ms is not None:
+        options["request_overhead_ms"] = _finite("request_overhead_ms", request_overhead_ms,
+                                                 low=0.0, high=60_000.0)
+    request = {"mode": deployment, "workload": workload, "options": options}
+    if calibrated:
+        from .deployment import load_calibration
+        constants = load_calibration(calibration)
+        where = _non_finite(constants)
+        if where:
+            raise ValueError(f"calibration constants: {where} must be a finite number")
+        request["calibration"] = constants
+    elif calibration is not None:
+        raise ValueError("calibration applies to a calibrated replay: pass calibrated=True too")
     answer = mod.replay_json(json.dumps(request), os.fspath(root))
     return ReplayResult(json.loads(answer))
