@@ -133,11 +133,20 @@ def _write_json_file(path: str, doc: dict) -> None:
               type=click.Path(exists=True, dir_okay=False),
               help="--calibrated: a constants file in the data/calibration/serving.json layout "
                    "(default: the shipped constants).")
+@click.option("--replay", "replayed", is_flag=True,
+              help="The replayed estimate: each row's benchmark replayed through aic-replay "
+                   "(with --calibrated: calibrated step times). Needs the replay build.")
+@click.option("--combined", is_flag=True,
+              help="With --calibrated: the closed form, or the replay where the KV cache binds "
+                   "(ACCURACY.md, 'Replayed estimate'). Needs the replay build.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="--replay / --combined: replay the rows in this many processes.")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Write the per-row predictions to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json):
+def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combined, jobs,
+                 out_file, as_json):
     """Estimates every measured deployment of ROWS and reports how close the estimate is."""
     from ..accuracy import scoring as accuracy
     from ..serving.deployment import load_calibration
@@ -145,6 +154,17 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
     calibration = None
     if calibration_file and not calibrated:
         raise click.UsageError("--calibration needs --calibrated")
+    if replayed and combined:
+        raise click.UsageError("--replay and --combined are two estimates: give one")
+    if combined and not calibrated:
+        raise click.UsageError("--combined needs --calibrated (it combines the calibrated "
+                               "closed form with the calibrated replay)")
+    if replayed or combined:
+        from ..serving.replay import replay_available
+        if not replay_available():
+            raise click.ClickException(
+                "this build of aic has no replay: reinstall with the cargo feature `replay` "
+                "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
     if out_file:  # before the work: a bad --out used to fail only after every row was estimated
         _check_out(out_file, {"--rows": rows_file, "--calibration": calibration_file})
     if calibration_file:
@@ -153,17 +173,34 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, out_file, as_json
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     rows = _load_rows(rows_file)
-    progress = _Progress(len(rows))
-    preds = accuracy.predict_rows(rows, calibrated=calibrated, calibration=calibration,
-                                  systems_path=chosen_systems_path(ctx, None), progress=progress)
+    systems_path = chosen_systems_path(ctx, None)
+    progress = _Progress(len(rows) * (2 if combined else 1))
+    preds = []
+    if not replayed:
+        preds = accuracy.predict_rows(rows, calibrated=calibrated, calibration=calibration,
+                                      systems_path=systems_path, progress=progress)
+    if replayed or combined:
+        from ..accuracy import replayed as replay_estimate
+        offset = len(preds)
+        replays = replay_estimate.replay_rows_parallel(
+            rows, [calibration] * len(rows), calibrated=calibrated, systems_path=systems_path,
+            jobs=jobs, progress=lambda i: progress(offset + i))
+        preds = replay_estimate.combine(preds, replays) if combined else replays
     progress.close()
     if out_file:
         accuracy.write_per_row(out_file, rows, preds)
     figures = accuracy.score(rows, preds)
+    figures["estimate"] = "replay" if replayed else ("combined" if combined else "closed_form")
+    if combined:
+        figures["replayed_rows"] = sum(p.extra.get("estimate") == "replay" for p in preds)
     if as_json:
         click.echo(dumps(figures, indent=2))
         return
     mode = "calibrated" if calibrated else "parity (reference model)"
+    if replayed:
+        mode = f"replayed ({'calibrated step times' if calibrated else 'table-priced steps'})"
+    elif combined:
+        mode = "combined (calibrated closed form, replay where the KV cache binds)"
     click.echo(f"{rows_file}: {figures['predicted']} of {figures['rows']} rows predicted "
                f"({figures['coverage']:.1f} %), {mode}")
     click.echo(f"TTFT MdAPE {_pct(figures['ttft_mdape'])} %, P90 APE "
