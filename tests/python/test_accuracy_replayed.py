@@ -189,8 +189,15 @@ def test_cli_calibrated_replay(tmp_path):
     assert res.exit_code == 2 and "--calibration needs --calibrated" in res.output
 
 
-def test_parallel_replays_equal_sequential_ones():
+def test_parallel_replays_equal_sequential_ones(monkeypatch, tmp_path):
     from aic.accuracy import replayed
+
+    # A stray package tree without the native module first on the path (as a script that
+    # inserts the source tree leaves it) must not reach the worker processes.
+    stray = tmp_path / "aic"
+    stray.mkdir()
+    (stray / "__init__.py").write_text("raise ImportError('stray aic imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
 
     row = _light_agg_row()
     rows = [row, dict(row, id="second", osl="64")]

@@ -214,8 +214,22 @@ def replay_rows_parallel(rows: list[dict], calibrations: list, *, calibrated: bo
                 progress(i)
         return out
     import multiprocessing
+    import os
+    import sys
 
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+    import aic
+
+    # Spawned workers start from this process's sys.path: put the folder of the aic package
+    # this process runs first, so they import the same aic (and its native module) even when a
+    # source tree without the extension sits earlier on the path.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(aic.__file__)))
+    saved = list(sys.path)
+    sys.path.insert(0, package_root)
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(jobs)
+    finally:
+        sys.path[:] = saved
+    with pool:
         out = []
         for i, pred in enumerate(pool.imap(_replay_task, tasks, chunksize=1), 1):
             out.append(pred)
