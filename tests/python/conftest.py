@@ -32,6 +32,26 @@ def native_available() -> bool:
     return True
 
 
+def replay_built() -> bool:
+    """Whether the native module was built with the cargo feature `replay`."""
+    if not native_available():
+        return False
+    from aic import _aic
+
+    return bool(getattr(_aic, "replay_available", lambda: False)())
+
+
+def requires_replay():
+    """The module mark of the replay tests: skip without the replay build, unless
+    ``AIC_REQUIRE_REPLAY=1`` (scripts/test-all.sh sets it), which makes a missing replay fail."""
+    import os
+
+    if os.environ.get("AIC_REQUIRE_REPLAY") == "1":
+        assert replay_built(), "AIC_REQUIRE_REPLAY=1 but aic._aic was built without the replay"
+    return pytest.mark.skipif(not replay_built(),
+                              reason="aic._aic built without the cargo feature `replay`")
+
+
 @functools.lru_cache(maxsize=None)
 def golden_cases(name: str) -> tuple:
     with open(GOLDENS / f"{name}.json", encoding="utf-8") as fh:

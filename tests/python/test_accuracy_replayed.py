@@ -8,27 +8,15 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, native_available
+from conftest import REPO, requires_replay
 
 ROWS = REPO / "data/silicon/calibration.csv"
 
 
-def _replay_built() -> bool:
-    if not native_available():
-        return False
-    from aic import _aic
-
-    return bool(getattr(_aic, "replay_available", lambda: False)())
-
-
-if os.environ.get("AIC_REQUIRE_REPLAY") == "1":
-    assert _replay_built(), "AIC_REQUIRE_REPLAY=1 but aic._aic was built without the replay"
-pytestmark = pytest.mark.skipif(not _replay_built(),
-                                reason="aic._aic built without the cargo feature `replay`")
+pytestmark = requires_replay()
 
 
 def _rows():
