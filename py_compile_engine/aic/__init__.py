@@ -21,6 +21,13 @@ _FRONT_END = {
     "compile_report": ("compiler.compile", "compile_report"),
     "estimate_kv_cache": ("compiler.memory", "estimate_kv_cache"),
     "replay": ("serving.replay", "replay"),
+    "replay_deployment": ("serving.replay", "replay_deployment"),
+    "Deployment": ("serving.plan", "Deployment"),
+    "Workload": ("serving.plan", "Workload"),
+    "Role": ("serving.plan", "Role"),
+    "Parallelism": ("serving.plan", "Parallelism"),
+    "QuantModes": ("serving.plan", "QuantModes"),
+    "estimate_deployment": ("serving.deployment", "estimate_deployment"),
     "UnsupportedArchitectureError": ("errors", "UnsupportedArchitectureError"),
     "HeadDivisibilityError": ("errors", "HeadDivisibilityError"),
 }

@@ -3,7 +3,9 @@
 ``deployment`` answers one deployment (:func:`estimate`), ``sweep`` searches parallelism, batch
 and worker counts for a GPU budget, ``support`` probes which model x system x backend cells
 answer. The public names of ``deployment`` are re-exported here, so ``aic.serving.estimate``
-is the documented entry point.
+is the documented entry point. ``plan`` holds the two values every serving path shares:
+:class:`Deployment` (roles, each with its system, backend, version, layout, quant modes,
+workers and batch) and :class:`Workload` (lengths, prefix, load, targets).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from .deployment import (
     NoFeasibleConfigError,
     calibration_path,
     estimate,
+    estimate_deployment,
     load_calibration,
 )
+from .plan import Deployment, Parallelism, PlanValueError, QuantModes, Role, Workload
 
-__all__ = ["BACKENDS", "MODES", "NoFeasibleConfigError", "calibration_path", "estimate",
-           "load_calibration"]
+__all__ = ["BACKENDS", "MODES", "Deployment", "NoFeasibleConfigError", "Parallelism",
+           "PlanValueError", "QuantModes", "Role", "Workload", "calibration_path", "estimate",
+           "estimate_deployment", "load_calibration"]

@@ -21,6 +21,7 @@ import os
 from .. import paths
 from .._native import native
 from ..validation import check_estimate_args, optional, positive_int
+from .plan import Deployment, Role, Workload
 
 MODES = ("static", "static_ctx", "static_gen", "agg", "disagg")
 BACKENDS = ("trtllm", "vllm", "sglang")
@@ -451,6 +452,92 @@ def estimate(
     if _request_extra:
         request.update(_request_extra)
     return json.loads(native().serving_estimate(json.dumps(request, allow_nan=False), str(root)))
+
+
+def _workload_fields(workload: Workload, stride: int, nextn_accepted) -> dict:
+    return {"isl": workload.isl, "osl": workload.osl, "prefix": workload.prefix,
+            "stride": stride, "nextn_accepted": nextn_accepted}
+
+
+def _agg_role_fields(role: Role) -> dict:
+    return {"batch_size": role.batch_size, "ctx_tokens": role.ctx_tokens,
+            "free_gpu_memory_fraction": role.free_gpu_memory_fraction,
+            "max_seq_len": role.max_seq_len}
+
+
+def _compile_role(*, plan_model, role: Role, runs_context: bool, database_mode, nextn,
+                  attention_backend, root, version) -> dict:
+    """The native request's worker object of one role: MoE widths resolved (§1.3 rule 1),
+    quant modes resolved for the role's own system and backend, compiled."""
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
+
+    is_moe = load_model_config(plan_model).family in families.MOE_FAMILIES
+    p = role.parallel
+    mtp, mep = resolve_moe_widths(is_moe, p.tp, p.dp, p.moe_tp, p.moe_ep)
+    sizes = {"tp_size": p.tp, "pp_size": p.pp, "attention_dp_size": p.dp,
+             "moe_tp_size": mtp, "moe_ep_size": mep}
+    if p.cp != 1:
+        sizes["cp_size"] = p.cp
+    return build_worker(plan_model, role.system, role.backend,
+                        version, root, sizes,
+                        role.quant.overrides(), nextn, runs_context,
+                        database_mode=database_mode, attention_backend=attention_backend)
+
+
+def _run_native(request: dict, root, extra: dict | None) -> dict:
+    if extra:
+        request.update(extra)
+    return json.loads(native().serving_estimate(json.dumps(request, allow_nan=False), str(root)))
+
+
+def estimate_deployment(deployment: Deployment, workload: Workload, *, stride: int = 32,
+                        systems_path: str | os.PathLike | None = None,
+                        _request_extra: dict | None = None) -> dict:
+    """The serving estimate of a :class:`~aic.serving.plan.Deployment` on a
+    :class:`~aic.serving.plan.Workload` (its lengths and prefix; the load is not used).
+
+    Each role is compiled for its own system, backend and version (a decode role on another
+    GPU type is priced with that system's tables and memory), then the native engine answers
+    the agg or disagg estimate. An agg role needs ``batch_size`` (``ctx_tokens`` defaults to
+    the engine's); disagg roles need ``batch_size`` and ``workers``. Returns what
+    :func:`estimate` returns."""
+    if not isinstance(deployment, Deployment):
+        raise TypeError(f"deployment must be an aic.serving.plan.Deployment, got "
+                        f"{type(deployment).__name__}")
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be an aic.serving.plan.Workload, got "
+                        f"{type(workload).__name__}")
+    root = paths.systems_dir(systems_path)
+    dep = deployment
+    for name, role in dep.roles.items():
+        if role.batch_size is None:
+            raise ValueError(f"roles.{name}.batch_size is required for a {dep.mode} estimate.")
+    common = dict(plan_model=dep.model, database_mode=dep.database_mode, nextn=dep.nextn,
+                  attention_backend=dep.attention_backend, root=root)
+
+    def compiled(role: Role, runs_context: bool) -> dict:
+        version = resolve_version(root, role.system, role.backend, role.version,
+                                  dep.database_mode)
+        return _compile_role(role=role, runs_context=runs_context, version=version, **common)
+
+    fields = _workload_fields(workload, stride, dep.nextn_accepted)
+    if dep.mode == "agg":
+        agg = dep.role("agg")
+        request = {"mode": "agg", **fields, **_agg_role_fields(agg),
+                   "worker": compiled(agg, True)}
+    else:
+        pre, dec = dep.role("prefill"), dep.role("decode")
+
+        def knobs(role: Role) -> dict:
+            return {"batch_size": role.batch_size, "num_workers": role.workers,
+                    "free_gpu_memory_fraction": role.free_gpu_memory_fraction,
+                    "max_seq_len": role.max_seq_len}
+
+        request = {"mode": "disagg", **fields,
+                   "prefill_worker": compiled(pre, True), "decode_worker": compiled(dec, False),
+                   "prefill": knobs(pre), "decode": knobs(dec)}
+    return _run_native(request, root, _request_extra)
 
 
 _CONSTANTS_CACHE: dict = {}

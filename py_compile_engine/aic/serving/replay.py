@@ -21,6 +21,7 @@ import os
 
 from .. import paths
 from .._native import native
+from .plan import Deployment, Parallelism, QuantModes, Role, Workload
 
 #: Arrival processes of a generated workload.
 ARRIVALS = ("closed_loop", "open_loop")
@@ -318,6 +319,115 @@ def replay(
         raise ValueError(f"mode must be 'agg' or 'disagg', got {mode!r}")
     workload = _workload(requests, concurrency, rate, isl, osl, seed, trace, trace_block_size,
                          speedup)
+    kv, scheduler = _engine_options(
+        block_size=block_size, gpu_memory_fraction=gpu_memory_fraction,
+        num_gpu_blocks=num_gpu_blocks, max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enable_chunked_prefill=enable_chunked_prefill,
+        enable_prefix_caching=enable_prefix_caching)
+    handoff = _handoff(handoff_latency_ms)
+    for name, value in (("workers", workers), ("prefill_workers", prefill_workers),
+                        ("decode_workers", decode_workers)):
+        _positive_int(name, value)
+
+    pick = lambda role, shared: shared if role is None else role  # noqa: E731
+
+    def role(tp, pp, dp, mtp, mep, count) -> Role:
+        for name, value in (("tp_size", tp), ("pp_size", pp), ("attention_dp_size", dp)):
+            _positive_int(name, value)
+        return Role(system=system_name, backend=backend_name, version=backend_version,
+                    parallel=Parallelism(tp=tp, pp=pp, dp=dp, moe_tp=mtp, moe_ep=mep),
+                    quant=QuantModes(gemm=gemm_quant_mode, kvcache=kvcache_quant_mode,
+                                     fmha=fmha_quant_mode, moe=moe_quant_mode,
+                                     comm=comm_quant_mode),
+                    workers=count)
+
+    if mode == "agg":
+        roles = {"agg": role(tp_size, pp_size, attention_dp_size, moe_tp_size, moe_ep_size,
+                             workers)}
+    else:
+        roles = {
+            "prefill": role(pick(prefill_tp_size, tp_size), pick(prefill_pp_size, pp_size),
+                            pick(prefill_attention_dp_size, attention_dp_size),
+                            pick(prefill_moe_tp_size, moe_tp_size),
+                            pick(prefill_moe_ep_size, moe_ep_size), prefill_workers),
+            "decode": role(pick(decode_tp_size, tp_size), pick(decode_pp_size, pp_size),
+                           pick(decode_attention_dp_size, attention_dp_size),
+                           pick(decode_moe_tp_size, moe_tp_size),
+                           pick(decode_moe_ep_size, moe_ep_size), decode_workers),
+        }
+    plan = Deployment(model=os.fspath(model_path), mode=mode, roles=roles,
+                      database_mode=database_mode)
+    return _replay_plan(plan, workload, kv=kv, scheduler=scheduler, handoff=handoff,
+                        timeline=timeline, per_request=per_request, calibrated=calibrated,
+                        calibration=calibration, request_overhead_ms=request_overhead_ms,
+                        systems_path=systems_path)
+
+
+def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict, handoff: float,
+                 timeline: bool, per_request: bool, calibrated: bool, calibration,
+                 request_overhead_ms, systems_path) -> ReplayResult:
+    """Compiles each role of ``plan`` for its own system / backend / version and runs the
+    replay request (``workload`` in the request's JSON form)."""
+    mod = native()
+    if not getattr(mod, "replay_available", lambda: False)():
+        raise ReplayUnavailableError(
+            "this build of aic has no replay: reinstall with the cargo feature `replay` "
+            "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
+
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
+    from .deployment import build_worker, resolve_moe_widths, resolve_version
+
+    root = paths.systems_dir(systems_path)
+    is_moe = load_model_config(plan.model).family in families.MOE_FAMILIES
+
+    def role_engine(role: Role, runs_context: bool) -> dict:
+        version = resolve_version(root, role.system, role.backend, role.version,
+                                  plan.database_mode)
+        p = role.parallel
+        mtp, mep = resolve_moe_widths(is_moe, p.tp, p.dp, p.moe_tp, p.moe_ep)
+        sizes = {"tp_size": p.tp, "pp_size": p.pp, "attention_dp_size": p.dp,
+                 "moe_tp_size": mtp, "moe_ep_size": mep}
+        worker = build_worker(plan.model, role.system, role.backend, version, root, sizes,
+                              role.quant.overrides(), plan.nextn, runs_context,
+                              database_mode=plan.database_mode,
+                              attention_backend=plan.attention_backend)
+        return _engine(worker["spec"], worker["facts"], kv, scheduler)
+
+    if plan.mode == "agg":
+        agg = plan.role("agg")
+        deployment = {"kind": "agg", "workers": agg.workers, "engine": role_engine(agg, True)}
+    else:
+        pre, dec = plan.role("prefill"), plan.role("decode")
+        deployment = {
+            "kind": "disagg",
+            "prefill": role_engine(pre, True), "prefill_workers": pre.workers,
+            "decode": role_engine(dec, False), "decode_workers": dec.workers,
+            "handoff_latency_ms": handoff,
+        }
+    options: dict = {"timeline": bool(timeline), "per_request": bool(per_request)}
+    if request_overhead_ms is not None:
+        options["request_overhead_ms"] = _finite("request_overhead_ms", request_overhead_ms,
+                                                 low=0.0, high=60_000.0)
+    request = {"mode": deployment, "workload": workload, "options": options}
+    if calibrated:
+        from .deployment import load_calibration
+        constants = load_calibration(calibration)
+        where = _non_finite(constants)
+        if where:
+            raise ValueError(f"calibration constants: {where} must be a finite number")
+        request["calibration"] = constants
+    elif calibration is not None:
+        raise ValueError("calibration applies to a calibrated replay: pass calibrated=True too")
+    answer = mod.replay_json(json.dumps(request), os.fspath(root))
+    return ReplayResult(json.loads(answer))
+
+
+def _engine_options(*, block_size, gpu_memory_fraction, num_gpu_blocks, max_num_seqs,
+                    max_num_batched_tokens, enable_chunked_prefill,
+                    enable_prefix_caching) -> tuple[dict, dict]:
+    """The KV-capacity and scheduler overrides of every role, checked (``None`` = default)."""
     kv: dict = {}
     if block_size is not None:
         kv["block_size"] = _positive_int("block_size", block_size)
@@ -338,73 +448,69 @@ def replay(
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True, False or None, got {flag!r}")
             scheduler[name] = flag
+    return kv, scheduler
+
+
+def _handoff(handoff_latency_ms) -> float:
     if not isinstance(handoff_latency_ms, (int, float)) or isinstance(handoff_latency_ms, bool):
         raise ValueError(f"handoff_latency_ms must be a number, got {handoff_latency_ms!r}")
-    handoff = _finite("handoff_latency_ms", handoff_latency_ms, low=0.0)
-    for name, value in (("workers", workers), ("prefill_workers", prefill_workers),
-                        ("decode_workers", decode_workers)):
-        _positive_int(name, value)
+    return _finite("handoff_latency_ms", handoff_latency_ms, low=0.0)
 
-    mod = native()
-    if not getattr(mod, "replay_available", lambda: False)():
-        raise ReplayUnavailableError(
-            "this build of aic has no replay: reinstall with the cargo feature `replay` "
-            "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
 
-    from ..compiler import families
-    from ..compiler.hf_config import load_model_config
-    from .deployment import build_worker, resolve_moe_widths, resolve_version
+def replay_deployment(
+    deployment: Deployment,
+    workload: Workload,
+    *,
+    requests: int | None = None,
+    isl=None,
+    osl=None,
+    seed: int = 0,
+    trace=None,
+    trace_block_size: int = 512,
+    speedup: float | None = None,
+    handoff_latency_ms: float = 0.0,
+    block_size: int | None = None,
+    gpu_memory_fraction: float | None = None,
+    num_gpu_blocks: int | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    enable_chunked_prefill: bool | None = None,
+    enable_prefix_caching: bool | None = None,
+    timeline: bool = False,
+    per_request: bool = False,
+    calibrated: bool = False,
+    calibration=None,
+    request_overhead_ms: float | None = None,
+    systems_path: str | os.PathLike | None = None,
+) -> ReplayResult:
+    """Replays ``requests`` requests of ``workload`` on ``deployment`` (each role compiled for
+    its own system, backend and version, with its worker count) and returns a
+    :class:`ReplayResult`.
 
-    root = paths.systems_dir(systems_path)
-    version = resolve_version(root, system_name, backend_name, backend_version, database_mode)
-    is_moe = load_model_config(model_path).family in families.MOE_FAMILIES
-    overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
-                 "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
-                 "comm_quant_mode": comm_quant_mode}
-
-    def role_engine(tp, pp, dp, mtp, mep, runs_context: bool) -> dict:
-        for name, value in (("tp_size", tp), ("pp_size", pp), ("attention_dp_size", dp)):
-            _positive_int(name, value)
-        mtp, mep = resolve_moe_widths(is_moe, tp, dp, mtp, mep)
-        sizes = {"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
-                 "moe_tp_size": mtp, "moe_ep_size": mep}
-        worker = build_worker(model_path, system_name, backend_name, version, root, sizes,
-                              overrides, 0, runs_context, database_mode=database_mode)
-        return _engine(worker["spec"], worker["facts"], kv, scheduler)
-
-    if mode == "agg":
-        deployment = {"kind": "agg", "workers": workers,
-                      "engine": role_engine(tp_size, pp_size, attention_dp_size, moe_tp_size,
-                                            moe_ep_size, True)}
-    else:
-        pick = lambda role, shared: shared if role is None else role  # noqa: E731
-        deployment = {
-            "kind": "disagg",
-            "prefill": role_engine(pick(prefill_tp_size, tp_size), pick(prefill_pp_size, pp_size),
-                                   pick(prefill_attention_dp_size, attention_dp_size),
-                                   pick(prefill_moe_tp_size, moe_tp_size),
-                                   pick(prefill_moe_ep_size, moe_ep_size), True),
-            "prefill_workers": prefill_workers,
-            "decode": role_engine(pick(decode_tp_size, tp_size), pick(decode_pp_size, pp_size),
-                                  pick(decode_attention_dp_size, attention_dp_size),
-                                  pick(decode_moe_tp_size, moe_tp_size),
-                                  pick(decode_moe_ep_size, moe_ep_size), False),
-            "decode_workers": decode_workers,
-            "handoff_latency_ms": handoff,
-        }
-    options: dict = {"timeline": bool(timeline), "per_request": bool(per_request)}
-    if request_overhead_ms is not None:
-        options["request_overhead_ms"] = _finite("request_overhead_ms", request_overhead_ms,
-                                                 low=0.0, high=60_000.0)
-    request = {"mode": deployment, "workload": workload, "options": options}
-    if calibrated:
-        from .deployment import load_calibration
-        constants = load_calibration(calibration)
-        where = _non_finite(constants)
-        if where:
-            raise ValueError(f"calibration constants: {where} must be a finite number")
-        request["calibration"] = constants
-    elif calibration is not None:
-        raise ValueError("calibration applies to a calibrated replay: pass calibrated=True too")
-    answer = mod.replay_json(json.dumps(request), os.fspath(root))
-    return ReplayResult(json.loads(answer))
+    The load is the workload's: ``concurrency`` requests in flight (closed loop) or
+    ``request_rate`` requests/s (open loop); the lengths are its ``isl`` / ``osl`` unless
+    ``isl`` / ``osl`` give a distribution (as :func:`replay` takes them). A ``trace`` replaces
+    the generated requests. The other options are :func:`replay`'s."""
+    if not isinstance(deployment, Deployment):
+        raise TypeError(f"deployment must be an aic.serving.plan.Deployment, got "
+                        f"{type(deployment).__name__}")
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be an aic.serving.plan.Workload, got "
+                        f"{type(workload).__name__}")
+    if workload.prefix and trace is None:
+        raise ValueError(f"workload.prefix ({workload.prefix}): a generated replay workload has no "
+                         f"shared prefix; replay a trace whose hash_ids share blocks instead")
+    generated = _workload(requests, workload.concurrency, workload.request_rate,
+                          workload.isl if isl is None else isl,
+                          workload.osl if osl is None else osl, seed, trace, trace_block_size,
+                          speedup)
+    kv, scheduler = _engine_options(
+        block_size=block_size, gpu_memory_fraction=gpu_memory_fraction,
+        num_gpu_blocks=num_gpu_blocks, max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enable_chunked_prefill=enable_chunked_prefill,
+        enable_prefix_caching=enable_prefix_caching)
+    return _replay_plan(deployment, generated, kv=kv, scheduler=scheduler,
+                        handoff=_handoff(handoff_latency_ms), timeline=timeline,
+                        per_request=per_request, calibrated=calibrated, calibration=calibration,
+                        request_overhead_ms=request_overhead_ms, systems_path=systems_path)
