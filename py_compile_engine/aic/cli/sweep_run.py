@@ -172,10 +172,13 @@ def run(params: dict, systems_path: str | None) -> None:
         _echo()
         _echo(f"{exp}: best configs ({n} candidates, Pareto front "
               f"{len(out['pareto_fronts'].get(exp, []))})")
-        if out["outcomes"].get(exp):
-            _echo(f"  {out['outcomes'][exp]}")
         for line in column_table(rows, columns):
             _echo("  " + line)
+    for exp, outcome in out["outcomes"].items():
+        if exp not in out["best_configs"]:
+            _echo()
+            _echo(f"{exp}: " + (f"{outcome['type']}: {outcome['message']}" if outcome
+                                else "no configuration met the targets"))
     _echo()
     _echo(f"chosen: {out['chosen_exp']} "
           f"({out['best_throughputs'][out['chosen_exp']]:.3f} tokens/s/gpu)")

@@ -131,8 +131,9 @@ def sweep(
     the sweep scans (TTFT, TPOT) pairs that fit it instead.
 
     Returns ``{"chosen_exp", "best_throughputs", "best_latencies", "outcomes",
-    "best_configs", "pareto_fronts", "candidates"}``; the last three map each experiment to
-    a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
+    "best_configs", "pareto_fronts", "candidates"}``: ``outcomes`` maps every experiment run to
+    ``None`` or its error (``{"type", "message"}``); the other maps hold the experiments that
+    found configurations, and the last three map each to a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
     ``parallel``, batch sizes, ...), ready for ``pandas.DataFrame``. Raises
     :class:`aic.serving.NoFeasibleConfigError` (a ``RuntimeError``) when nothing fits.
     """
@@ -183,13 +184,10 @@ def sweep(
     if total_gpus >= 2:
         request["prefill"] = context_layouts
         request["decode"] = decode_layouts
-    try:
-        text = native().serving_sweep(json.dumps(request, allow_nan=False), str(root))
-    except RuntimeError as exc:
-        if str(exc).startswith("No feasible configurations"):
-            raise NoFeasibleConfigError(str(exc)) from None
-        raise
-    return json.loads(text)
+    out = json.loads(native().serving_sweep(json.dumps(request, allow_nan=False), str(root)))
+    if out["chosen_exp"] == "none":
+        raise NoFeasibleConfigError("No feasible configurations found for the given parameters.")
+    return out
 
 
 # ------------------------------------------------------------------------------------ parity
