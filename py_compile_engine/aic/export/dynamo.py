@@ -162,12 +162,11 @@ def _role_setups(deployment: Deployment, workers: dict[str, dict], root, kv: dic
     """The scheduler limits and KV capacity of each role, read from aic's replay of one
     one-token request on the same compiled roles: the export's engine args are then exactly the
     configuration ``aic-compile replay`` runs."""
-    from ..serving.replay import ReplayUnavailableError, _engine
+    from ..serving.replay import REPLAY_MISSING, ReplayUnavailableError, _engine
 
     mod = native()
     if not getattr(mod, "replay_available", lambda: False)():
-        raise ReplayUnavailableError("this build of aic has no replay (cargo feature `replay`); "
-                                     "reinstall with `pip install .`")
+        raise ReplayUnavailableError(REPLAY_MISSING)
 
     def engine(name):
         return _engine(workers[name]["spec"], workers[name]["facts"], kv, scheduler)

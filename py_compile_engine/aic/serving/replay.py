@@ -9,8 +9,9 @@ checks the arguments, compiles the role specs (with the same quant resolution as
 estimate) and builds the request JSON; the replay and every number run in Rust
 (``aic._aic.replay_json``).
 
-The native module has the replay when it was built with the cargo feature ``replay`` (the
-README names the opt-in); :func:`replay_available` tells.
+The native module has the replay when it was built with the cargo feature ``replay``, which
+``pip install .`` builds (pyproject.toml); :func:`replay_available` tells, and
+:data:`REPLAY_MISSING` is the message of a build without it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ import os
 from .. import paths
 from .._native import native
 from .plan import Deployment, Parallelism, QuantModes, Role, Workload
+
+#: What a build without the replay says (a plain ``cargo build`` of the extension, or a wheel
+#: built with maturin's features overridden).
+REPLAY_MISSING = ("this build of aic has no replay (the cargo feature `replay`, which "
+                  "`pip install .` builds): reinstall with `pip install .`")
 
 #: Arrival processes of a generated workload.
 ARRIVALS = ("closed_loop", "open_loop")
@@ -427,9 +433,7 @@ def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict,
     replay request (``workload`` in the request's JSON form)."""
     mod = native()
     if not getattr(mod, "replay_available", lambda: False)():
-        raise ReplayUnavailableError(
-            "this build of aic has no replay: reinstall with the cargo feature `replay` "
-            "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
+        raise ReplayUnavailableError(REPLAY_MISSING)
 
     from ..compiler import families
     from ..compiler.hf_config import load_model_config
