@@ -96,16 +96,16 @@ def _check_out_dir(out_dir, force: bool) -> str:
     final = os.path.abspath(os.fspath(out_dir))
     if os.path.exists(final) or os.path.islink(final):
         if not os.path.isdir(final):
-            raise ExportError(f"--out {out_dir}: is a file, not a folder; give a folder path "
-                              f"(it is created)")
+            raise ExportError(f"output folder {out_dir}: is a file, not a folder; give a folder "
+                              f"path (it is created)")
         if os.listdir(final) and not force:
-            raise ExportError(f"--out {out_dir}: the folder exists and is not empty; give a new "
-                              f"or empty folder, or pass --force to replace it")
+            raise ExportError(f"output folder {out_dir}: exists and is not empty; give a new "
+                              f"or empty folder, or replace it with --force (force=True)")
     parent = os.path.dirname(final)
     if not os.path.isdir(parent):
-        raise ExportError(f"--out {out_dir}: the parent folder {parent} does not exist")
+        raise ExportError(f"output folder {out_dir}: its parent folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ExportError(f"--out {out_dir}: the folder {parent} is not writable")
+        raise ExportError(f"output folder {out_dir}: its parent folder {parent} is not writable")
     return final
 
 
@@ -446,7 +446,8 @@ def export_dynamo(
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.", suffix=".tmp",
                                dir=os.path.dirname(final))
     except OSError as exc:
-        raise ExportError(f"--out {out_dir}: cannot create a folder next to it: {exc}") from None
+        raise ExportError(f"output folder {out_dir}: cannot create a folder next to it: "
+                          f"{exc}") from None
     try:
         for rel, data in files.items():
             path = os.path.join(tmp, *rel.split("/"))
@@ -458,7 +459,7 @@ def export_dynamo(
         _move_into_place(tmp, final)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ExportError(f"--out {out_dir}: cannot write the export: {exc}") from None
+        raise ExportError(f"output folder {out_dir}: cannot write the export: {exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
