@@ -117,6 +117,25 @@ def test_every_number_is_the_engines(tmp_path):
     assert engine_args["max_num_seqs"] == replayed.roles[0]["max_num_seqs"]
 
 
+def test_a_cached_prefix_prices_only_the_new_tokens(tmp_path):
+    """With ``prefix`` cached tokens per request the prefill axis counts new tokens
+    (``b · (isl − prefix)``), each point priced as aic's prefill of ``isl`` with ``prefix``
+    cached (the mocker queries its prefill with the new tokens of a pass)."""
+    from aic.export.dynamo import export_dynamo
+    from aic.serving.plan import Workload
+
+    deployment = _deployment()
+    out = tmp_path / "prefix"
+    export_dynamo(deployment, Workload(isl=2048, osl=64, prefix=1536), out)
+    table = {k: v[1] for k, v in read_npz(out / "timing.npz").items()}
+    engine = _engine(deployment, "agg")
+    assert table["prefill_isl"][:3] == [0.0, 512.0, 1024.0]
+    assert table["prefill_ttft_ms"][1] == engine.predict_prefill_latency(1, 2048, 1536)
+    assert table["prefill_ttft_ms"][2] == engine.predict_prefill_latency(2, 2048, 1536)
+    # 8192-token passes hold 16 such requests: the axis reaches one more
+    assert table["prefill_isl"][-1] == 17 * 512.0
+
+
 def test_planner_profile_arrays(tmp_path):
     out = tmp_path / "agg"
     result = _export(out)

@@ -60,7 +60,8 @@ def _deployment(ctx: click.Context, deployment_file, model, system, backend, lay
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
 
 
-@export_group.command("dynamo", context_settings=CONTEXT_SETTINGS)
+@export_group.command("dynamo", context_settings=CONTEXT_SETTINGS,
+                      short_help="Dynamo 1.6.1: mocker timing profile, engine config, planner profile.")
 @click.argument("model", required=False)
 @click.option("--system", "-s", default=None, help="System name, e.g. h200_sxm.")
 @click.option("--backend", "-b", default=None, help="vllm, sglang or trtllm.")
