@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need from this repo's own files, then runs every test:
 #   1. pip wheel .             -> builds the wheel once: the Rust extension aic._aic (maturin, the
-#                                 PEP 517 backend, fetched by pip) with the opt-in cargo feature
-#                                 `replay` (aic.replay, aic-compile replay), plus the shipped data;
+#                                 PEP 517 backend, fetched by pip) with the cargo feature `replay`
+#                                 (aic.replay, aic-compile replay; pyproject.toml turns it on for
+#                                 every install), plus the shipped data;
 #   2. pip install WHEEL[test] -> into the main virtual environment, with pytest;
 #   3. cargo test --workspace  -> the Rust tests, the C ABI test program included;
 #   4. cargo test -p aic-core --features embed-python --test embed_python
@@ -10,6 +11,8 @@
 #                                 AIC_REQUIRE_PYTHON=1 so the builder tests cannot skip;
 #   5. pytest tests/python     -> data checksums, the native surface, the front end and the
 #                                 parity run over every golden case, against the installed wheel;
+#                                 the Dynamo export's test installs Dynamo 1.6.1 from PyPI into a
+#                                 throwaway venv in the scratch folder and replays the exports;
 #   6. the same wheel in a fresh, throwaway virtual environment: pytest tests/wheel_smoke from a
 #      temporary folder outside the source tree (imports, shipped data, console script, goldens).
 #
@@ -50,8 +53,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/aic-test-all.XXXXXX")"
 trap 'rm -rf "${work}"' EXIT
 
 step "building the aic wheel (Rust extension with the replay, release)"
-MATURIN_PEP517_ARGS="--features replay" \
-    "${py}" -m pip wheel --quiet --no-deps --wheel-dir "${work}/wheel" .
+"${py}" -m pip wheel --quiet --no-deps --wheel-dir "${work}/wheel" .
 wheels=("${work}"/wheel/aic-*.whl)
 if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
     echo "expected exactly one aic wheel in ${work}/wheel, found: ${wheels[*]}" >&2
@@ -95,7 +97,10 @@ step "pytest tests/python"
 # -rs lists the reason for every skipped test, so nothing is skipped silently.
 # shellcheck disable=SC2086
 # AIC_REQUIRE_REPLAY=1: the wheel above has the replay, so its tests may not skip.
-AIC_REQUIRE_REPLAY=1 "${py}" -m pytest tests/python -q -rs ${PYTEST_ARGS:-} || failed+=("pytest")
+# AIC_REQUIRE_DYNAMO=1: a failed install of Dynamo 1.6.1 (test_dynamo_export.py, into the venv
+# AIC_DYNAMO_VENV names) fails those tests instead of skipping them.
+AIC_REQUIRE_REPLAY=1 AIC_REQUIRE_DYNAMO=1 AIC_DYNAMO_VENV="${work}/dynamo-venv" \
+    "${py}" -m pytest tests/python -q -rs ${PYTEST_ARGS:-} || failed+=("pytest")
 
 step "wheel smoke test in a fresh virtual environment, outside the source tree"
 smoke_ok=1

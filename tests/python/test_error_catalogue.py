@@ -26,6 +26,7 @@ from conftest import family_not_built
 from aic import AicEngine, compile_engine
 from aic import _aic
 from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
+from aic.export.dynamo import ExportError, export_dynamo
 from aic.serving import NoFeasibleConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -590,7 +591,34 @@ CASES = [
     Case("support-empty-systems-folder", "`support_matrix` on a systems folder without systems (\"0 cells\")",
          ValueError, "holds no system description",
          lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=str(s.root))),
+    # ---- the Dynamo export ------------------------------------------------------------------
+    Case("export-out-is-a-file", "`export_dynamo(..., out_dir)` where `out_dir` is a file",
+         ExportError, "is a file, not a folder", lambda s: _export(s, _written(s.root / "out"))),
+    Case("export-out-not-empty", "`export_dynamo` into a non-empty folder without `force`",
+         ExportError, "exists and is not empty",
+         lambda s: _export(s, _written(s.root / "out" / "keep.txt").parent)),
+    Case("export-lengths-above-max", "`export_dynamo` with isl + osl above the model's length",
+         ExportError, "is above the deployment's maximum length",
+         lambda s: _export(s, s.root / "out", isl=40000, osl=2000)),
+    Case("export-no-kv-blocks", "`export_dynamo` of Qwen3-235B-A22B on one H200 (no KV blocks)",
+         ExportError, "no KV budget",
+         lambda s: _export(s, s.root / "out", model="Qwen/Qwen3-235B-A22B", tp_size=1,
+                           moe_ep_size=1)),
 ]
+
+
+def _written(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x", encoding="utf-8")
+    return path
+
+
+def _export(scratch: Scratch, out, *, model="Qwen/Qwen3-32B", isl=512, osl=64, **layout):
+    from aic.serving.plan import Workload
+    from aic.serving.replay import layout_deployment
+
+    deployment = layout_deployment(model, "h200_sxm", "vllm", **{"tp_size": 2, **layout})
+    return export_dynamo(deployment, Workload(isl=isl, osl=osl), out)
 
 
 def _binary_config(scratch: Scratch) -> str:

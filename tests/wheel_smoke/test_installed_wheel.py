@@ -1,6 +1,7 @@
 """The installed wheel works on its own: the package and its native module import from
 site-packages, the shipped data is found inside the package, the ``aic-compile`` console script
-runs, and a handful of golden cases agree with the reference through the installed module."""
+runs (``replay`` and ``export dynamo`` included: the default wheel has the replay), and a
+handful of golden cases agree with the reference through the installed module."""
 
 from __future__ import annotations
 
@@ -74,6 +75,29 @@ def test_aic_compile_estimate_console_script(tmp_path):
     engine = AicEngine.from_spec(compile_engine("Qwen/Qwen3-32B", "h200_sxm", "vllm", tp_size=2))
     assert result["ttft_ms"] == engine.predict_prefill_latency(8, 2048)
     assert result["decode_ms"] == engine.predict_decode_latency(8, 2048, 256)
+
+
+def test_default_wheel_has_the_replay_and_the_dynamo_export(tmp_path):
+    """``pip install .`` builds the replay (pyproject.toml's maturin features): ``aic-compile
+    replay`` and ``aic-compile export dynamo`` work from the console script."""
+    assert _aic.replay_available(), "the wheel was built without the cargo feature `replay`"
+    script = Path(sysconfig.get_path("scripts")) / "aic-compile"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIC_SYSTEMS_PATH")}
+    layout = ["Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "vllm", "--tp", "2"]
+    done = subprocess.run(
+        [str(script), "replay", *layout, "--concurrency", "4", "--requests", "8", "--isl", "512",
+         "--osl", "16", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["report"]["requests"]["completed"] == 8
+    done = subprocess.run(
+        [str(script), "export", "dynamo", *layout, "--isl", "512", "--osl", "16", "--out",
+         "dyn"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    args = json.loads((tmp_path / "dyn" / "engine_args.json").read_text())
+    assert args["engine"]["timing_model"]["config"]["path"] == str(tmp_path / "dyn" / "timing.npz")
 
 
 @pytest.fixture(scope="module")

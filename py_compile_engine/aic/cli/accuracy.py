@@ -160,11 +160,9 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
         raise click.UsageError("--combined needs --calibrated (it combines the calibrated "
                                "closed form with the calibrated replay)")
     if replayed or combined:
-        from ..serving.replay import replay_available
+        from ..serving.replay import REPLAY_MISSING, replay_available
         if not replay_available():
-            raise click.ClickException(
-                "this build of aic has no replay: reinstall with the cargo feature `replay` "
-                "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
+            raise click.ClickException(REPLAY_MISSING)
     if out_file:  # before the work: a bad --out used to fail only after every row was estimated
         _check_out(out_file, {"--rows": rows_file, "--calibration": calibration_file})
     if calibration_file:

@@ -1,7 +1,7 @@
 """The ``aic-compile`` click group: every command by name, its module imported on dispatch.
 
 Each command lives in its own module of :mod:`aic.cli` (``engine``: compile, estimate,
-breakdown; ``sweep``, ``memory``, ``parity``, ``replay``, ``support``, ``data``, ``accuracy``:
+breakdown; ``sweep``, ``memory``, ``parity``, ``replay``, ``export``, ``support``, ``data``, ``accuracy``:
 accuracy, calibrate). The group knows every command's name and one-line help from :data:`COMMANDS` and
 imports a command's module only when that command runs (or shows its own help): a command pays
 for ``click`` and its own imports, not for every other command's.
@@ -27,6 +27,8 @@ COMMANDS = {
     "data": ("data", "data_group", "Manage the vendored perf data."),
     "estimate": ("engine", "estimate_cmd",
                  "Step latencies of one batch shape; with --mode, serving level."),
+    "export": ("export", "export_group",
+               "Write aic's timing as Dynamo's mocker and planner files."),
     "memory": ("memory", "memory_cmd", "Per-GPU memory split and KV-cache capacity of MODEL."),
     "parity": ("parity", "parity_cmd",
                "Compare compile output and engine answers with the goldens."),

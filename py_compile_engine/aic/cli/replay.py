@@ -15,12 +15,50 @@ _ROLE_KEYS = (("tp", "tp_size"), ("pp", "pp_size"), ("dp", "attention_dp_size"),
               ("moe-tp", "moe_tp_size"), ("moe-ep", "moe_ep_size"))
 
 
-def _role_options(fn):
-    for role in ("decode", "prefill"):
-        for flag, name in reversed(_ROLE_KEYS):
-            fn = click.option(f"--{role}-{flag}", f"{role}_{name}",
-                              type=click.IntRange(min=1, max=U32_MAX), default=None,
-                              help=f"disagg: {role} {flag} size (default: the shared one).")(fn)
+def _role_option_list() -> list:
+    options = []
+    for role in ("prefill", "decode"):
+        for flag, name in _ROLE_KEYS:
+            options.append(click.option(
+                f"--{role}-{flag}", f"{role}_{name}", type=click.IntRange(min=1, max=U32_MAX),
+                default=None, help=f"disagg: {role} {flag} size (default: the shared one)."))
+    return options
+
+
+_LAYOUT_OPTIONS = [
+    click.option("--backend-version", default=None,
+                 help="current (default), next, previous or a literal slot version."),
+    click.option("--mode", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True),
+    click.option("--tp", "tp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
+                 show_default=True, help="Tensor-parallel size."),
+    click.option("--pp", "pp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
+                 show_default=True, help="Pipeline-parallel size."),
+    click.option("--dp", "--attention-dp", "attention_dp_size",
+                 type=click.IntRange(min=1, max=U32_MAX), default=1, show_default=True,
+                 help="Attention data-parallel size."),
+    click.option("--moe-tp", "moe_tp_size", type=click.IntRange(min=1, max=U32_MAX), default=None),
+    click.option("--moe-ep", "moe_ep_size", type=click.IntRange(min=1, max=U32_MAX), default=None),
+    click.option("--gemm-quant", "gemm_quant_mode", default=None),
+    click.option("--moe-quant", "moe_quant_mode", default=None),
+    click.option("--kvcache-quant", "kvcache_quant_mode", default=None),
+    click.option("--fmha-quant", "fmha_quant_mode", default=None),
+    click.option("--comm-quant", "comm_quant_mode", default=None),
+    click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="agg: engine replicas."),
+    *_role_option_list(),
+    click.option("--prefill-workers", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="disagg: prefill replicas."),
+    click.option("--decode-workers", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="disagg: decode replicas."),
+]
+
+
+def layout_options(fn):
+    """The deployment layout flags of ``replay`` (and ``export dynamo``): backend version, mode,
+    parallel sizes, quant modes, worker counts and the per-role disagg sizes; their values are
+    :func:`aic.serving.replay.layout_deployment`'s keyword arguments."""
+    for option in reversed(_LAYOUT_OPTIONS):
+        fn = option(fn)
     return fn
 
 
@@ -28,30 +66,7 @@ def _role_options(fn):
 @click.argument("model")
 @click.option("--system", "-s", required=True, help="System name, e.g. h200_sxm.")
 @click.option("--backend", "-b", required=True, help="vllm, sglang or trtllm.")
-@click.option("--backend-version", default=None,
-              help="current (default), next, previous or a literal slot version.")
-@click.option("--mode", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True)
-@click.option("--tp", "tp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
-              show_default=True, help="Tensor-parallel size.")
-@click.option("--pp", "pp_size", type=click.IntRange(min=1, max=U32_MAX), default=1,
-              show_default=True, help="Pipeline-parallel size.")
-@click.option("--dp", "--attention-dp", "attention_dp_size",
-              type=click.IntRange(min=1, max=U32_MAX), default=1, show_default=True,
-              help="Attention data-parallel size.")
-@click.option("--moe-tp", "moe_tp_size", type=click.IntRange(min=1, max=U32_MAX), default=None)
-@click.option("--moe-ep", "moe_ep_size", type=click.IntRange(min=1, max=U32_MAX), default=None)
-@click.option("--gemm-quant", "gemm_quant_mode", default=None)
-@click.option("--moe-quant", "moe_quant_mode", default=None)
-@click.option("--kvcache-quant", "kvcache_quant_mode", default=None)
-@click.option("--fmha-quant", "fmha_quant_mode", default=None)
-@click.option("--comm-quant", "comm_quant_mode", default=None)
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="agg: engine replicas.")
-@_role_options
-@click.option("--prefill-workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="disagg: prefill replicas.")
-@click.option("--decode-workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="disagg: decode replicas.")
+@layout_options
 @click.option("--handoff-ms", "handoff_latency_ms", type=float, default=0.0, show_default=True,
               help="disagg: KV transfer time per request, ms.")
 @click.option("--requests", type=click.IntRange(min=1), default=None,

@@ -9,8 +9,9 @@ checks the arguments, compiles the role specs (with the same quant resolution as
 estimate) and builds the request JSON; the replay and every number run in Rust
 (``aic._aic.replay_json``).
 
-The native module has the replay when it was built with the cargo feature ``replay`` (the
-README names the opt-in); :func:`replay_available` tells.
+The native module has the replay when it was built with the cargo feature ``replay``, which
+``pip install .`` builds (pyproject.toml); :func:`replay_available` tells, and
+:data:`REPLAY_MISSING` is the message of a build without it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ import os
 from .. import paths
 from .._native import native
 from .plan import Deployment, Parallelism, QuantModes, Role, Workload
+
+#: What a build without the replay says (a plain ``cargo build`` of the extension, or a wheel
+#: built with maturin's features overridden).
+REPLAY_MISSING = ("this build of aic has no replay (the cargo feature `replay`, which "
+                  "`pip install .` builds): reinstall with `pip install .`")
 
 #: Arrival processes of a generated workload.
 ARRIVALS = ("closed_loop", "open_loop")
@@ -330,6 +336,66 @@ def replay(
                         ("decode_workers", decode_workers)):
         _positive_int(name, value)
 
+    plan = layout_deployment(
+        model_path, system_name, backend_name, backend_version, mode=mode, tp_size=tp_size,
+        pp_size=pp_size, attention_dp_size=attention_dp_size, moe_tp_size=moe_tp_size,
+        moe_ep_size=moe_ep_size, gemm_quant_mode=gemm_quant_mode,
+        kvcache_quant_mode=kvcache_quant_mode, fmha_quant_mode=fmha_quant_mode,
+        moe_quant_mode=moe_quant_mode, comm_quant_mode=comm_quant_mode, workers=workers,
+        prefill_tp_size=prefill_tp_size, prefill_pp_size=prefill_pp_size,
+        prefill_attention_dp_size=prefill_attention_dp_size,
+        prefill_moe_tp_size=prefill_moe_tp_size, prefill_moe_ep_size=prefill_moe_ep_size,
+        decode_tp_size=decode_tp_size, decode_pp_size=decode_pp_size,
+        decode_attention_dp_size=decode_attention_dp_size,
+        decode_moe_tp_size=decode_moe_tp_size, decode_moe_ep_size=decode_moe_ep_size,
+        prefill_workers=prefill_workers, decode_workers=decode_workers,
+        database_mode=database_mode)
+    return _replay_plan(plan, workload, kv=kv, scheduler=scheduler, handoff=handoff,
+                        timeline=timeline, per_request=per_request, calibrated=calibrated,
+                        calibration=calibration, request_overhead_ms=request_overhead_ms,
+                        systems_path=systems_path)
+
+
+def layout_deployment(
+    model_path,
+    system_name: str,
+    backend_name: str = "vllm",
+    backend_version: str | None = None,
+    *,
+    mode: str = "agg",
+    tp_size: int = 1,
+    pp_size: int = 1,
+    attention_dp_size: int = 1,
+    moe_tp_size: int | None = None,
+    moe_ep_size: int | None = None,
+    gemm_quant_mode: str | None = None,
+    kvcache_quant_mode: str | None = None,
+    fmha_quant_mode: str | None = None,
+    moe_quant_mode: str | None = None,
+    comm_quant_mode: str | None = None,
+    workers: int = 1,
+    prefill_tp_size: int | None = None,
+    prefill_pp_size: int | None = None,
+    prefill_attention_dp_size: int | None = None,
+    prefill_moe_tp_size: int | None = None,
+    prefill_moe_ep_size: int | None = None,
+    decode_tp_size: int | None = None,
+    decode_pp_size: int | None = None,
+    decode_attention_dp_size: int | None = None,
+    decode_moe_tp_size: int | None = None,
+    decode_moe_ep_size: int | None = None,
+    prefill_workers: int = 1,
+    decode_workers: int = 1,
+    database_mode: str = "SILICON",
+) -> Deployment:
+    """The :class:`Deployment` that :func:`replay`'s layout arguments describe (the same
+    arguments, the same defaults: a disagg role's size defaults to the shared one). The
+    ``aic-compile replay`` and ``export dynamo`` options go through it."""
+    if mode not in ("agg", "disagg"):
+        raise ValueError(f"mode must be 'agg' or 'disagg', got {mode!r}")
+    for name, value in (("workers", workers), ("prefill_workers", prefill_workers),
+                        ("decode_workers", decode_workers)):
+        _positive_int(name, value)
     pick = lambda role, shared: shared if role is None else role  # noqa: E731
 
     def role(tp, pp, dp, mtp, mep, count) -> Role:
@@ -356,12 +422,8 @@ def replay(
                            pick(decode_moe_tp_size, moe_tp_size),
                            pick(decode_moe_ep_size, moe_ep_size), decode_workers),
         }
-    plan = Deployment(model=os.fspath(model_path), mode=mode, roles=roles,
+    return Deployment(model=os.fspath(model_path), mode=mode, roles=roles,
                       database_mode=database_mode)
-    return _replay_plan(plan, workload, kv=kv, scheduler=scheduler, handoff=handoff,
-                        timeline=timeline, per_request=per_request, calibrated=calibrated,
-                        calibration=calibration, request_overhead_ms=request_overhead_ms,
-                        systems_path=systems_path)
 
 
 def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict, handoff: float,
@@ -371,9 +433,7 @@ def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict,
     replay request (``workload`` in the request's JSON form)."""
     mod = native()
     if not getattr(mod, "replay_available", lambda: False)():
-        raise ReplayUnavailableError(
-            "this build of aic has no replay: reinstall with the cargo feature `replay` "
-            "(MATURIN_PEP517_ARGS=\"--features replay\" pip install .)")
+        raise ReplayUnavailableError(REPLAY_MISSING)
 
     from ..compiler import families
     from ..compiler.hf_config import load_model_config

@@ -1,11 +1,12 @@
 //! `aic._aic.replay_json` and `aic._aic.replay_available`: the replay of `aic-replay` (cargo
-//! feature `replay`, off by default: it adds aisimulate-core to the build). Bindings only: the
+//! feature `replay`: it adds aisimulate-core to the build; the wheel of `pip install .` has it).
+//! Bindings only: the
 //! request JSON goes to `aic_replay::run_json` unchanged and its answer comes back unchanged.
 
 use pyo3::prelude::*;
 
 /// Whether this build includes the replay (`replay_json`). False unless the extension was built
-/// with the cargo feature `replay` (`MATURIN_PEP517_ARGS="--features replay" pip install .`).
+/// with the cargo feature `replay` (`pip install .` builds it).
 #[pyfunction]
 fn replay_available() -> bool {
     cfg!(feature = "replay")
