@@ -51,6 +51,22 @@ def check_dns_label(what: str, value: str) -> str:
     return value
 
 
+#: Backends each target has templates for (spec 60 §5, §9, §10).
+TARGET_BACKENDS = {"dynamo": ("vllm", "sglang", "trtllm"), "llm-d-helm": ("vllm", "sglang"),
+                   "llm-d-kustomize": ("vllm",)}
+
+
+def check_target_backend(target: str, backend: str) -> None:
+    """A target that has no templates for ``backend`` is a :class:`DeployError` naming the
+    targets that do."""
+    target = TARGET_ALIASES.get(target, target)
+    if target in TARGET_BACKENDS and backend not in TARGET_BACKENDS[target]:
+        fits = [t for t, b in TARGET_BACKENDS.items() if backend in b]
+        raise DeployError(f"--deployment-target {target}: llm-d has no {target[6:]} template "
+                          f"for {backend} ({target} covers {', '.join(TARGET_BACKENDS[target])});"
+                          f" use {' or '.join(fits)}")
+
+
 def _literal(text: str):
     low = text.lower()
     if low in ("true", "false"):

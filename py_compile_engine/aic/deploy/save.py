@@ -59,6 +59,23 @@ def pick_folder(row: dict, mode: str, *, total_gpus: int, isl: int, osl: int, pr
                 replay: bool, ttft_target: float | None, tpot_target: float | None,
                 systems_path=None) -> tuple[dict[str, FileContent], dict | None]:
     """The files of one pick folder and its replay record (``None`` without replay)."""
+    files, job = pick_files_and_replay(
+        row, mode, total_gpus=total_gpus, isl=isl, osl=osl, prefix=prefix, is_moe=is_moe,
+        nextn=nextn, nextn_accepted=nextn_accepted, options=options, ttft_target=ttft_target,
+        tpot_target=tpot_target, systems_path=systems_path)
+    record = None
+    if replay:
+        record = job()
+        files["replay.json"] = FileContent("json", record)
+    return files, record
+
+
+def pick_files_and_replay(row: dict, mode: str, *, total_gpus: int, isl: int, osl: int,
+                          prefix: int, is_moe: bool, nextn: int, nextn_accepted,
+                          options: GeneratorOptions, ttft_target: float | None,
+                          tpot_target: float | None, systems_path=None):
+    """The files of one pick folder, and a function that replays the pick (its
+    ``replay.json`` record) — separate, so the replays of a tree can run side by side."""
     deployment = Deployment.from_row(row, mode=mode, nextn=nextn,
                                      nextn_accepted=nextn_accepted if nextn else None)
     workload = Workload(isl=isl, osl=osl, prefix=prefix, ttft=row.get("ttft"),
@@ -66,15 +83,22 @@ def pick_folder(row: dict, mode: str, *, total_gpus: int, isl: int, osl: int, pr
     pick = apply_rules(pick_params(deployment, workload, total_gpus=total_gpus, is_moe=is_moe,
                                    options=options))
     files = pick_files(pick)
-    record = None
-    if replay:
-        record = replay_record(deployment, pick.workers, isl=isl, osl=osl, prefix=prefix,
-                               concurrency=pick.estimated_concurrency,
-                               ttft_target=ttft_target, tpot_target=tpot_target,
-                               estimate={"ttft_ms": row.get("ttft"), "tpot_ms": row.get("tpot")},
-                               systems_path=systems_path)
-        files["replay.json"] = FileContent("json", record)
-    return files, record
+
+    def job() -> dict:
+        return replay_record(deployment, pick.workers, isl=isl, osl=osl, prefix=prefix,
+                             concurrency=pick.estimated_concurrency, ttft_target=ttft_target,
+                             tpot_target=tpot_target,
+                             estimate={"ttft_ms": row.get("ttft"), "tpot_ms": row.get("tpot")},
+                             systems_path=systems_path)
+
+    return files, job
+
+
+def _run_replays(jobs: dict) -> dict:
+    """Runs the replay jobs ``{key: job}`` one after the other; returns ``{key: record}``.
+    (Running them on threads side by side — the native replay releases the GIL — was no faster
+    on the 2-core development machine: BENCHMARKS.md, "Deployment files".)"""
+    return {key: job() for key, job in jobs.items()}
 
 
 def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
@@ -91,7 +115,7 @@ def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
     check_save_dir(save_dir)
     family, moe_layouts, is_moe = model_facts(model)
     files: dict[str, FileContent] = {}
-    records: dict = {}
+    jobs: dict = {}
     fronts = {}
     for mode, rows in out["best_configs"].items():
         if not rows:
@@ -110,19 +134,22 @@ def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
             nextn_accepted=nextn_accepted if nextn else None, row=rows[0]))
         for rank, row in enumerate(rows, start=1):
             try:
-                pick, record = pick_folder(
+                pick, job = pick_files_and_replay(
                     row, mode, total_gpus=total_gpus, isl=isl, osl=osl,
                     prefix=row.get("prefix", prefix) or 0, is_moe=is_moe, nextn=nextn,
-                    nextn_accepted=nextn_accepted, options=options, replay=replay,
-                    ttft_target=ttft, tpot_target=tpot, systems_path=systems_path)
+                    nextn_accepted=nextn_accepted, options=options, ttft_target=ttft,
+                    tpot_target=tpot, systems_path=systems_path)
             except DeployError as exc:
                 raise DeployError(f"{mode} pick {rank}: {exc}") from None
             for name, content in pick.items():
                 files[f"{mode}/top{rank}/{name}"] = content
-            if record is not None:
-                records[(mode, rank)] = record
+            if replay:
+                jobs[(mode, rank)] = job
     if not fronts:
         raise DeployError("the sweep has no picks to write")
+    records = _run_replays(jobs)
+    for (mode, rank), record in records.items():
+        files[f"{mode}/top{rank}/replay.json"] = FileContent("json", record)
     title = f"{model} on {total_gpus} x {system} ({backend}): isl {isl}, osl {osl}"
     files["pareto_frontier.svg"] = FileContent("text", pareto_svg(fronts, title))
     if suffix is None:

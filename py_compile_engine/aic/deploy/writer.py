@@ -19,7 +19,11 @@ from .errors import DeployError
 from .pick_files import FileContent
 
 
-class _Dumper(yaml.SafeDumper):
+#: libyaml's emitter when PyYAML has it (the pure-Python emitter was most of a tree's write time).
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):
     """Block-style YAML without anchors; multi-line strings as literal blocks."""
 
     def ignore_aliases(self, data):  # noqa: D102 - PyYAML hook
@@ -105,6 +109,14 @@ def write_tree(save_dir: str, relative: str, files: dict[str, FileContent]) -> s
     temporary folder in ``save_dir`` renamed into place at the end; returns the final path.
     An existing destination is never overwritten."""
     check_save_dir(save_dir)
+    try:
+        return _write_tree(save_dir, relative, files)
+    except OSError as exc:
+        raise DeployError(f"--save-dir {save_dir!r}: cannot write "
+                          f"{exc.filename or save_dir!r}: {exc.strerror or exc}") from None
+
+
+def _write_tree(save_dir: str, relative: str, files: dict[str, FileContent]) -> str:
     os.makedirs(save_dir, exist_ok=True)
     final = os.path.join(save_dir, relative)
     if os.path.exists(final):
