@@ -58,6 +58,9 @@ def hardware_profile(system: str) -> HardwareProfile | None:
 
 
 #: The transports and the worker environment each adds after the NCCL variables (spec 60 §7.4).
+#: The ``ib`` set is the golden's (q8_h100_trtllm_dynamo100_cluster). The ``efa`` set is aic's
+#: reading of spec 60 §7.4, which names only some of its variables (``FI_EFA_*``, ``PATH``,
+#: ``LD_LIBRARY_PATH``, ``NIXL_TELEMETRY_*``): no golden checks it.
 TRANSPORT_ENV = {
     "nvlink": (),
     "ib": (("UCX_MEMTYPE_CACHE", "n"), ("UCX_TLS", "cuda_copy,cuda_ipc,tcp"),

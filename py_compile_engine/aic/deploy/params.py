@@ -11,8 +11,27 @@ from ..serving.plan import Deployment, Workload
 from .errors import DeployError
 from .options import GeneratorOptions
 
-#: GPUs per node of every system in scope (spec 60 §4.2 Node).
+#: GPUs per node when the system file does not say (spec 60 §4.2 Node: 8 on every system in
+#: scope; gb200 / gb300 files say 4).
 GPUS_PER_NODE = 8
+
+
+def gpus_per_node(system: str, systems_path=None) -> int:
+    """``node.num_gpus_per_node`` of the system's description file (8 when absent)."""
+    import os
+
+    import yaml
+
+    from .. import paths
+
+    path = os.path.join(paths.systems_dir(systems_path), f"{system}.yaml")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except OSError:
+        return GPUS_PER_NODE
+    value = (data.get("node") or {}).get("num_gpus_per_node")
+    return value if isinstance(value, int) and value > 0 else GPUS_PER_NODE
 
 
 @dataclass
@@ -91,7 +110,7 @@ def worker_counts(deployment: Deployment, total_gpus: int) -> dict:
 
 
 def pick_params(deployment: Deployment, workload: Workload, *, total_gpus: int, is_moe: bool,
-                options: GeneratorOptions) -> PickParams:
+                options: GeneratorOptions, systems_path=None) -> PickParams:
     """The parameter set of a pick before the rules (spec 60 §4, §4.1, §4.2). ``workload``
     holds the task's isl / osl / prefix and the row's **estimated** ttft / tpot."""
     backends = {r.backend for r in deployment.roles.values()}
@@ -125,6 +144,7 @@ def pick_params(deployment: Deployment, workload: Workload, *, total_gpus: int, 
         options=options, port=options.get("ServiceConfig.port", 8000),
         enable_router=bool(options.get("DynConfig.enable_router", False)),
         estimated_concurrency=options.get("BenchConfig.estimated_concurrency"))
+    pick.num_gpus_per_node = gpus_per_node(pick.system, systems_path)
     for name, role in deployment.roles.items():
         pick.roles[name] = _role_params(role)
         pick.row_gpus[name] = role.parallel.tp * role.parallel.pp * role.parallel.dp

@@ -81,7 +81,7 @@ def pick_files_and_replay(row: dict, mode: str, *, total_gpus: int, isl: int, os
     workload = Workload(isl=isl, osl=osl, prefix=prefix, ttft=row.get("ttft"),
                         tpot=row.get("tpot"))
     pick = apply_rules(pick_params(deployment, workload, total_gpus=total_gpus, is_moe=is_moe,
-                                   options=options))
+                                   options=options, systems_path=systems_path))
     files = pick_files(pick)
 
     def job() -> dict:

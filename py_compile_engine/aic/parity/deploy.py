@@ -36,6 +36,7 @@ AIC_EXTRA_PICK_FILES = ("replay.json",)
 #: Files of the golden's pick folders outside spec 60's scope (§2, §13): not required.
 OUT_OF_SCOPE = ("generator_config.yaml", "sflow.yaml", "per_ops_source.json",
                 "moe_comm_fallbacks.json")
+#: GPUs per node of the golden systems (h100 / h200 / b200 files).
 GPUS_PER_NODE = 8
 
 _VALUE_ARGS = {
