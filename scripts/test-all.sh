@@ -16,6 +16,11 @@
 #   6. the same wheel in a fresh, throwaway virtual environment: pytest tests/wheel_smoke from a
 #      temporary folder outside the source tree (imports, shipped data, console script, goldens).
 #
+# The deployment-file tests run `shellcheck` on every generated script: when it is missing, this
+# script installs it with `apt-get install -y shellcheck` (only when running as root with
+# apt-get available; otherwise install it yourself), and AIC_REQUIRE_SHELLCHECK=1 makes those
+# tests fail instead of skip when it is still missing.
+#
 # Uses the active virtual environment if there is one, else creates/reuses .venv in the repo.
 # Environment knobs: PYTHON (interpreter used to create .venv, default python3),
 # AIC_VENV (venv folder, default .venv), PYTEST_ARGS (extra pytest arguments).
@@ -91,6 +96,13 @@ step "cargo test -p aic-core --features embed-python (AicEngineBuilder through t
     cargo test -p aic-core --features embed-python --test embed_python \
     || failed+=("cargo test embed-python")
 
+if ! command -v shellcheck >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] \
+        && command -v apt-get >/dev/null 2>&1; then
+    step "installing shellcheck (apt-get; the deployment-file tests need it)"
+    apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null \
+        || echo "could not install shellcheck; the deployment-file tests will fail" >&2
+fi
+
 step "pytest tests/python"
 # Run from the repo root against the installed package. Exit code 5 (no tests collected) is a
 # failure: this suite always has tests, so collecting none means something is broken.
@@ -99,7 +111,8 @@ step "pytest tests/python"
 # AIC_REQUIRE_REPLAY=1: the wheel above has the replay, so its tests may not skip.
 # AIC_REQUIRE_DYNAMO=1: a failed install of Dynamo 1.6.1 (test_dynamo_export.py, into the venv
 # AIC_DYNAMO_VENV names) fails those tests instead of skipping them.
-AIC_REQUIRE_REPLAY=1 AIC_REQUIRE_DYNAMO=1 AIC_DYNAMO_VENV="${work}/dynamo-venv" \
+# AIC_REQUIRE_SHELLCHECK=1: the generated scripts are always shellchecked here.
+AIC_REQUIRE_REPLAY=1 AIC_REQUIRE_DYNAMO=1 AIC_REQUIRE_SHELLCHECK=1 AIC_DYNAMO_VENV="${work}/dynamo-venv" \
     "${py}" -m pytest tests/python -q -rs ${PYTEST_ARGS:-} || failed+=("pytest")
 
 step "wheel smoke test in a fresh virtual environment, outside the source tree"

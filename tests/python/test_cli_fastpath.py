@@ -65,6 +65,8 @@ def test_the_fast_parser_agrees_with_click(items, plain):
      "--request-latency", "9000.5", "--no-terminal-plot", "--plot", "out.png"],
     ["m", "-s", "x", "--gpus", "1", "--gpus", "4", "--prefix", "0", "--nextn", "1",
      "--nextn-accepted", "0.7", "--backend-version", "0.11.0"],
+    ["m", "-s", "x", "--gpus", "8", "--save-dir", "out", "--set", "rule=benchmark",
+     "--deployment-target", "llm-d-helm", "--set=WorkerConfig.agg_workers=2", "--no-replay"],
 ])
 def test_plain_command_lines_take_the_fast_path(args):
     fast = parse(args, OPTIONS)

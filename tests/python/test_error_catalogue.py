@@ -27,6 +27,8 @@ from aic import AicEngine, compile_engine
 from aic import _aic
 from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
 from aic.export.dynamo import ExportError, export_dynamo
+from aic.deploy import DeployError, GeneratorOptions
+from aic.deploy.options import check_target_backend
 from aic.serving import NoFeasibleConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -619,6 +621,34 @@ def _export(scratch: Scratch, out, *, model="Qwen/Qwen3-32B", isl=512, osl=64, *
 
     deployment = layout_deployment(model, "h200_sxm", "vllm", **{"tp_size": 2, **layout})
     return export_dynamo(deployment, Workload(isl=isl, osl=osl), out)
+    Case("deploy-unknown-target", "`sweep --save-dir DIR --deployment-target k8s`", DeployError,
+         "unknown target; known: dynamo, llm-d-helm, llm-d-kustomize",
+         lambda s: GeneratorOptions.create(target="k8s")),
+    Case("deploy-unknown-dynamo-version", "`--dynamo-version 9.9`", DeployError,
+         "unknown Dynamo release; known: 1.3.0",
+         lambda s: GeneratorOptions.create(dynamo_version="9.9")),
+    Case("deploy-unknown-set-key", "`--set Foo.bar=1`", DeployError,
+         "--set Foo.bar: unknown key; known keys: rule",
+         lambda s: GeneratorOptions.create(sets=["Foo.bar=1"])),
+    Case("deploy-namespace-not-dns-label", "`--namespace Bad_NS`", DeployError,
+         "is not a DNS-1123 label",
+         lambda s: GeneratorOptions.create(namespace="Bad_NS")),
+    Case("deploy-save-dir-is-a-file", "`--save-dir` naming an existing file", DeployError,
+         "is a file, not a folder",
+         lambda s: _save_dir_file(s)),
+    Case("deploy-target-cannot-express", "`--deployment-target llm-d-helm` with `-b trtllm`",
+         DeployError, "llm-d has no helm template for trtllm",
+         lambda s: check_target_backend("llm-d-helm", "trtllm")),
+]
+
+
+def _save_dir_file(scratch: Scratch):
+    from aic.deploy.writer import check_save_dir
+
+    path = scratch.root / "afile"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    return check_save_dir(str(path))
 
 
 def _binary_config(scratch: Scratch) -> str:

@@ -31,7 +31,7 @@ def _run(family: str) -> parity.Report:
 @pytest.mark.parametrize(
     "family",
     ["dense", "moe", "mla", "edge", "systems", "dsa", "qwen35", "hybrid", "nemotron", "serving",
-     "cp", "sparse_linear", "surface"],
+     "cp", "sparse_linear", "surface", "deploy"],
 )
 def test_family_agrees_with_reference(family):
     report = _run(family)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     import click
 
 #: One parameter of a command. ``flags`` empty: a positional argument. ``kind``: ``"str"``,
-#: ``"int"``, ``"float"`` or ``"flag"``; ``minimum``: the smallest accepted int (``None``: any).
+#: ``"int"``, ``"float"``, ``"flag"`` or ``"multi"`` (a repeatable string option, collected in
+#: order into a tuple); ``minimum``: the smallest accepted int (``None``: any).
 Option = namedtuple("Option", "name flags kind default required minimum help",
                     defaults=(None, False, None, None))
 
@@ -31,7 +32,7 @@ class CommandError(Exception):
 
 def _convert(option: Option, text: str):
     """``text`` as the option's value, or ``None`` where click would refuse it."""
-    if option.kind == "str":
+    if option.kind in ("str", "multi"):
         return text
     try:
         value = int(text) if option.kind == "int" else float(text)
@@ -44,7 +45,7 @@ def _convert(option: Option, text: str):
 
 def parse(args: list[str], options: tuple[Option, ...]) -> dict | None:
     """``{name: value}`` for a plain command line, else ``None`` (see the module docstring)."""
-    values = {o.name: o.default for o in options}
+    values = {o.name: (() if o.kind == "multi" else o.default) for o in options}
     given = set()
     by_flag = {flag: o for o in options for flag in o.flags}
     positionals = [o for o in options if not o.flags]
@@ -78,6 +79,8 @@ def parse(args: list[str], options: tuple[Option, ...]) -> dict | None:
         value = _convert(option, text)
         if value is None:
             return None
+        if option.kind == "multi":
+            value = values[option.name] + (value,)
         values[option.name] = value
         given.add(option.name)
     if any(o.required and o.name not in given for o in options):
@@ -93,6 +96,10 @@ def click_params(options: tuple[Option, ...]) -> list[click.Parameter]:
     for o in options:
         if o.kind == "flag":
             params.append(click.Option([*o.flags, o.name], is_flag=True, help=o.help))
+            continue
+        if o.kind == "multi":
+            params.append(click.Option([*o.flags, o.name], type=click.STRING, multiple=True,
+                                       help=o.help))
             continue
         kind = {"str": click.STRING, "float": click.FLOAT}.get(o.kind) or (
             click.INT if o.minimum is None else click.IntRange(min=o.minimum))

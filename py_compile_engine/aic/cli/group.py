@@ -25,6 +25,8 @@ COMMANDS = {
                   "Fit the calibrated estimate's constants on measured rows."),
     "compile": ("engine", "compile_cmd", "Compile MODEL into a spec file (.aicspec or JSON)."),
     "data": ("data", "data_group", "Manage the vendored perf data."),
+    "deploy": ("deploy", "deploy_cmd",
+               "Deployment files of one chosen sweep row, without a sweep."),
     "estimate": ("engine", "estimate_cmd",
                  "Step latencies of one batch shape; with --mode, serving level."),
     "export": ("export", "export_group",

@@ -38,6 +38,24 @@ OPTIONS = (
            help="Save the Pareto fronts to FILE.png|svg (needs matplotlib)."),
     Option("no_terminal_plot", ("--no-terminal-plot",), "flag", False,
            help="Do not draw the fronts in the terminal."),
+    # Deployment files of the picks (issue 42, spec 60): one block, kept together.
+    Option("save_dir", ("--save-dir",), "str",
+           help="Write the result tree (CSVs, experiment record, per-pick deployment files "
+                "and replay.json) under DIR."),
+    Option("deployment_target", ("--deployment-target",), "str", "dynamo",
+           help="dynamo, llm-d-helm or llm-d-kustomize."),
+    Option("dynamo_version", ("--dynamo-version",), "str",
+           help="Dynamo release of the images and engine templates (default 1.3.0)."),
+    Option("namespace", ("--namespace",), "str", help="Kubernetes namespace of the manifests."),
+    Option("model_cache", ("--model-cache",), "str",
+           help="Model-cache PVC: NAME[:MOUNT[:SUBPATH]]."),
+    Option("transport", ("--transport",), "str", "nvlink", help="nvlink, ib or efa."),
+    Option("image_pull_secret", ("--image-pull-secret",), "str",
+           help="Image pull secret of every pod."),
+    Option("generator_set", ("--set",), "multi",
+           help="Generator override KEY=VALUE (repeatable; see README)."),
+    Option("no_replay", ("--no-replay",), "flag", False,
+           help="With --save-dir: skip the per-pick replays (replay.json)."),
 )
 
 AGG_COLUMNS = ["parallel", "bs", "ctx_tokens", "ttft", "tpot", "tokens/s/user", "tokens/s/gpu",
@@ -126,14 +144,58 @@ def _spinner(done) -> None:
         sys.stderr.write("\r" + " " * 30 + "\r")
 
 
+def generator_options(p: dict):
+    """The checked generator options of ``--save-dir`` (a bad value is a
+    :class:`CommandError` before the sweep runs)."""
+    from ..deploy import DeployError, GeneratorOptions
+    from ..deploy.options import check_target_backend
+    from ..deploy.writer import check_save_dir
+
+    try:
+        check_save_dir(p["save_dir"])
+        check_target_backend(p["deployment_target"] or "dynamo", p["backend"])
+        return GeneratorOptions.create(
+            target=p["deployment_target"], dynamo_version=p["dynamo_version"],
+            namespace=p["namespace"], model_cache=p["model_cache"], transport=p["transport"],
+            image_pull_secret=p["image_pull_secret"], sets=list(p["generator_set"]))
+    except DeployError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _save(out: dict, p: dict, options, systems_path):
+    from ..deploy import DeployError, save_sweep
+
+    try:
+        return save_sweep(out, save_dir=p["save_dir"], model=p["model"], system=p["system"],
+                          backend=p["backend"], total_gpus=p["total_gpus"], isl=p["isl"],
+                          osl=p["osl"], prefix=p["prefix"], ttft=p["ttft"], tpot=p["tpot"],
+                          request_latency=p["request_latency"], nextn=p["nextn"],
+                          nextn_accepted=p["nextn_accepted"], options=options,
+                          replay=not p["no_replay"], systems_path=systems_path)
+    except DeployError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def replay_mark(record: dict | None) -> str:
+    """The terminal table's verdict on a pick's replayed p90s against the targets."""
+    if record is None:
+        return ""
+    if not record.get("replayed"):
+        return "n/a"
+    misses = [k.upper() for k, ok in record["meets_p90"].items() if not ok]
+    return "MISS " + "+".join(misses) if misses else "ok"
+
+
 def run(params: dict, systems_path: str | None) -> None:
     """Runs the sweep of ``params`` (the values of :data:`OPTIONS`) and prints it; a failure
-    of the sweep is a :class:`CommandError`."""
+    of the sweep is a :class:`CommandError`. With ``--save-dir`` the result tree is written
+    too (bad generator options fail before the sweep runs)."""
     from ..serving.sweep import sweep
 
     p = params
     if p["plot_file"]:
         check_plot_file(p["plot_file"])
+    options = generator_options(p) if p.get("save_dir") else None
     progress = None
     if sys.stderr.isatty():  # a progress line for a person watching
         import threading
@@ -157,7 +219,13 @@ def run(params: dict, systems_path: str | None) -> None:
     elapsed = time.monotonic() - started
     if p["plot_file"]:
         _save_plot(out["pareto_fronts"], p["plot_file"])
+    saved = _save(out, p, options, systems_path) if options is not None else None
     if p["as_json"]:
+        if saved is not None:
+            out["saved"] = {"path": saved.path, "replays": {
+                f"{mode}/top{rank}": {k: rec.get(k) for k in ("replayed", "ttft_ms", "tpot_ms",
+                                                              "targets", "meets_p90")}
+                for (mode, rank), rec in saved.replays.items()}}
         _echo(dumps(out, indent=2))
         return
     request_latency = p["request_latency"]
@@ -172,6 +240,10 @@ def run(params: dict, systems_path: str | None) -> None:
         _echo()
         _echo(f"{exp}: best configs ({n} candidates, Pareto front "
               f"{len(out['pareto_fronts'].get(exp, []))})")
+        if saved is not None and saved.replays:
+            rows = [{**r, "replay p90": replay_mark(saved.replays.get((exp, i)))}
+                    for i, r in enumerate(rows, start=1)]
+            columns = columns + ["replay p90"]
         for line in column_table(rows, columns):
             _echo("  " + line)
     for exp, outcome in out["outcomes"].items():
@@ -182,6 +254,17 @@ def run(params: dict, systems_path: str | None) -> None:
     _echo()
     _echo(f"chosen: {out['chosen_exp']} "
           f"({out['best_throughputs'][out['chosen_exp']]:.3f} tokens/s/gpu)")
+    if saved is not None:
+        _echo()
+        _echo(f"saved: {saved.path}")
+        for (mode, rank), rec in saved.replays.items():
+            if rec.get("replayed"):
+                _echo(f"  {mode}/top{rank} replay (concurrency {rec['concurrency']}, "
+                      f"{rec['requests']} requests): TTFT p90 {rec['ttft_ms']['p90']:.1f} ms "
+                      f"(target {p['ttft']:g}), TPOT p90 {rec['tpot_ms']['p90']:.2f} ms "
+                      f"(target {p['tpot']:g})  {replay_mark(rec)}")
+            else:
+                _echo(f"  {mode}/top{rank}: not replayed ({rec['reason']})")
     if not p["no_terminal_plot"]:
         _echo()
         for line in _ascii_plot(out["pareto_fronts"]):

@@ -20,6 +20,7 @@ from ..validation import check_rtol
 from .report import Check, Report
 from .serving import FAMILY as SERVING_FAMILY
 from .serving import SERVING_FORMAT
+from .deploy import DEPLOY_FORMAT, deploy_cases
 from .surface import SURFACE_FORMAT, surface_cases
 
 GOLDEN_FORMAT = "aic-goldens/1"
@@ -89,6 +90,10 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
             # The reference's less-used methods and module functions (family ``surface``).
             cases.extend(surface_cases(doc, path.stem))
             continue
+        if isinstance(doc, dict) and doc.get("format") == DEPLOY_FORMAT:
+            # The ``--save-dir`` result trees (spec 60 §15): family ``deploy``.
+            cases.extend(deploy_cases(doc, path.stem))
+            continue
         if not isinstance(doc, dict) or doc.get("format") != GOLDEN_FORMAT:
             raise ValueError(f"{path.name}: not a golden file of format {GOLDEN_FORMAT!r}")
         for case in doc["cases"]:
@@ -97,7 +102,8 @@ def load_cases(location: str | os.PathLike) -> list[dict]:
 
 
 #: The keys a case of each golden format needs before it can run.
-_CASE_KEYS = {GOLDEN_FORMAT: ("id", "compile"), SERVING_FORMAT: ("id", "kwargs"), SURFACE_FORMAT: ("id",)}
+_CASE_KEYS = {GOLDEN_FORMAT: ("id", "compile"), SERVING_FORMAT: ("id", "kwargs"), SURFACE_FORMAT: ("id",),
+              DEPLOY_FORMAT: ("id", "args", "modes")}
 
 
 def _read_golden(path: Path):
@@ -133,7 +139,7 @@ def _read_golden(path: Path):
 def case_model_family(case: dict) -> str | None:
     """The reference's family label of a case (``resolved.model_family``), or — for compile
     errors — the label of the model's architecture as our parser sees it."""
-    if case.get("_serving") or case.get("_surface"):
+    if case.get("_serving") or case.get("_surface") or case.get("_deploy"):
         return None
     resolved = case.get("resolved")
     if resolved:
@@ -467,6 +473,11 @@ def run_case(case: dict, report: Report, *, systems_path: str | None = None,
         from .surface import run_surface_case
 
         run_surface_case(case, report, systems_path=systems_path)
+        return
+    if case.get("_deploy"):
+        from .deploy import run_deploy_case
+
+        run_deploy_case(case, report, systems_path=systems_path)
         return
     _run_compile_and_queries(case, report, systems_path=systems_path, compile_fn=compile_fn,
                              engine_loader=engine_loader)

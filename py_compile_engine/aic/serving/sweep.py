@@ -145,8 +145,11 @@ def sweep(
     root = paths.systems_dir(systems_path)
     version = resolve_version(root, system, backend, backend_version, database_mode)
     _prefetch(root, system, backend, version, database_mode)
-    family = load_model_config(model_path).family
-    is_moe = family in families.MOE_FAMILIES
+    model_config = load_model_config(model_path)
+    family = model_config.family
+    # The MoE search space needs routed experts, not just a MoE family label: Qwen3.5-27B
+    # (QWEN35) and Nemotron-H-56B are dense and sweep dense layouts (spec 50 §9.2, 31 §3).
+    is_moe = families.is_moe_for_parallelism(model_config)
     overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
                  "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
                  "comm_quant_mode": comm_quant_mode}

@@ -149,14 +149,17 @@ pub fn static_eval(w: &Worker, p: &StaticParams) -> Result<StaticEval> {
     } else {
         global_bs as f64 / request_latency * 1000.0 * f64::from(pp)
     };
-    let cp = w.cp();
-    let seq_s_gpu = seq_s / f64::from(tp) / f64::from(pp) / f64::from(dp) / f64::from(cp);
+    // Static rows divide by tp · pp · dp only (spec 50 §2.2), also for a context-parallel
+    // worker: its `num_total_gpus` counts the cp GPUs, its per-GPU rates do not. The disagg
+    // sweep orders prefill candidates by this `seq/s/gpu` (§9.4), which decides tied pairs
+    // (deploy golden q30a3b_b200_sglang_dynamo: the cp2 prefill row wins the tie).
+    let seq_s_gpu = seq_s / f64::from(tp) / f64::from(pp) / f64::from(dp);
     let tokens_s = match p.mode {
         RunMode::Static => seq_s * osl as f64,
         RunMode::StaticGen => seq_s * (osl - 1) as f64,
         RunMode::StaticCtx => seq_s * 1.0,
     };
-    let tokens_s_gpu = tokens_s / f64::from(tp) / f64::from(pp) / f64::from(dp) / f64::from(cp);
+    let tokens_s_gpu = tokens_s / f64::from(tp) / f64::from(pp) / f64::from(dp);
     let tokens_s_user = if tpot == 0.0 { 0.0 } else { 1000.0 / tpot };
 
     // Power (§7): coverage of ops with energy, and the energy-weighted average.
