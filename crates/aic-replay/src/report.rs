@@ -262,6 +262,8 @@ pub struct ReplayReport {
     pub requests: RequestCounts,
     /// Simulated time from the first arrival to the last token, ms.
     pub duration_ms: f64,
+    /// Requests left out of the TTFT / TPOT / E2E figures (the first by arrival; 0: none).
+    pub warmup_requests: usize,
     /// Time to first token.
     pub ttft_ms: LatencySummary,
     /// Time per output token after the first, per request.
@@ -297,6 +299,9 @@ pub(crate) struct ReportInputs<'a> {
     pub keep_per_request: bool,
     /// Added to every request's TTFT and E2E (`ReplayOptions::request_overhead_ms`).
     pub request_overhead_ms: f64,
+    /// The first requests by arrival left out of TTFT / TPOT / E2E
+    /// (`ReplayOptions::warmup_requests`).
+    pub warmup_requests: usize,
 }
 
 pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInputs<'_>) -> ReplayReport {
@@ -336,13 +341,14 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
         system: spec.system_name.clone(),
         requests,
         duration_ms: t.duration_ms,
-        ttft_ms: per_request_exact(sim, |r| r.ttft_ms)
+        warmup_requests: inputs.warmup_requests,
+        ttft_ms: per_request_exact(sim, inputs.warmup_requests, |r| r.ttft_ms)
             .unwrap_or_else(|| LatencySummary::from_sim(l.num_ttft_samples, &l.ttft))
             .shifted(inputs.request_overhead_ms),
-        tpot_ms: per_request_exact(sim, |r| r.itl_ms)
+        tpot_ms: per_request_exact(sim, inputs.warmup_requests, |r| r.itl_ms)
             .unwrap_or_else(|| LatencySummary::from_sim(l.num_tpot_samples, &l.tpot)),
         itl_ms: LatencySummary::from_sim(l.num_tpot_samples, &l.itl.distribution),
-        e2e_ms: per_request_exact(sim, |r| r.e2e_latency_ms)
+        e2e_ms: per_request_exact(sim, inputs.warmup_requests, |r| r.e2e_latency_ms)
             .unwrap_or_else(|| LatencySummary::from_sim(l.num_e2e_latency_samples, &l.e2e))
             .shifted(inputs.request_overhead_ms),
         throughput: Throughput {
@@ -368,15 +374,22 @@ pub(crate) fn build_report(sim: &SimReport, first: &RoleSetup, inputs: ReportInp
 }
 
 /// Exact figures of one per-request latency when the simulator recorded every completed
-/// request, else `None` (the caller falls back to the simulator's streaming summary).
+/// request, else `None` (the caller falls back to the simulator's streaming summary). The
+/// first `warmup` requests by arrival (ties in record order) are left out.
 fn per_request_exact(
     sim: &SimReport,
+    warmup: usize,
     value: impl Fn(&aisimulate_core::replay::PerRequestRecord) -> Option<f64>,
 ) -> Option<LatencySummary> {
     if sim.per_request.len() < sim.request_counts.completed_requests || sim.request_counts.completed_requests == 0 {
         return None;
     }
-    LatencySummary::exact(sim.per_request.iter().filter_map(value).collect())
+    if warmup == 0 {
+        return LatencySummary::exact(sim.per_request.iter().filter_map(value).collect());
+    }
+    let mut order: Vec<&aisimulate_core::replay::PerRequestRecord> = sim.per_request.iter().collect();
+    order.sort_by(|a, b| a.arrival_time_ms.partial_cmp(&b.arrival_time_ms).unwrap_or(std::cmp::Ordering::Equal));
+    LatencySummary::exact(order.into_iter().skip(warmup).filter_map(value).collect())
 }
 
 fn kv_and_timeline(samples: &[ReplayTelemetrySnapshot], keep: bool) -> (Option<KvUsage>, Vec<TimelinePoint>) {
@@ -473,6 +486,13 @@ impl ReplayReport {
             q.output_tokens,
             self.duration_ms / 1e3
         );
+        if self.warmup_requests > 0 {
+            let _ = writeln!(
+                out,
+                "TTFT / TPOT / E2E leave out the first {} requests by arrival (warm-up)",
+                self.warmup_requests
+            );
+        }
         let _ = writeln!(out, "{:<12} {:>10} {:>10} {:>10} {:>10}", "latency ms", "mean", "p50", "p90", "p99");
         for (name, s) in [("TTFT", &self.ttft_ms), ("TPOT", &self.tpot_ms), ("ITL", &self.itl_ms), ("E2E", &self.e2e_ms)] {
             let _ = writeln!(out, "{:<12} {:>10.3} {:>10.3} {:>10.3} {:>10.3}", name, s.mean, s.p50, s.p90, s.p99);

@@ -67,6 +67,11 @@ pub struct ReplayOptions {
     /// simulated schedule. `None`: 0, or the calibration group's `ttft_overhead_ms` in a
     /// calibrated request ([`crate::request::ReplayRequest::calibration`]).
     pub request_overhead_ms: Option<f64>,
+    /// Requests left out of the latency figures (TTFT, TPOT, E2E): the first this many by
+    /// arrival, as a benchmark's warm-up requests are (a closed loop's first wave arrives at
+    /// once and queues for prefill). Needs the per-request records, which the simulator keeps
+    /// for every completed request. 0: every request counts.
+    pub warmup_requests: usize,
 }
 
 impl Default for ReplayOptions {
@@ -79,6 +84,7 @@ impl Default for ReplayOptions {
             max_sim_time_ms: None,
             timing: TimingSource::Aic,
             request_overhead_ms: None,
+            warmup_requests: 0,
         }
     }
 }
@@ -268,6 +274,13 @@ impl Replay {
     /// Every request must fit the KV cache (and, without chunking, the pass budget) of each
     /// role it visits.
     fn check_fits(&self, lowered: &LoweredWorkload) -> Result<()> {
+        let n = lowered.requests.len();
+        if self.options.warmup_requests > 0 && self.options.warmup_requests >= n {
+            return Err(ReplayError::deployment(
+                "options.warmup_requests",
+                format!("{} warm-up requests leave none of the {n} requests to measure", self.options.warmup_requests),
+            ));
+        }
         for (setup, _) in self.roles() {
             let decodes = setup.role != Role::Prefill;
             let kv = &setup.kv;
@@ -425,6 +438,7 @@ impl Replay {
                 keep_timeline: self.options.timeline,
                 keep_per_request: self.options.per_request,
                 request_overhead_ms: self.options.request_overhead_ms.unwrap_or(0.0),
+                warmup_requests: self.options.warmup_requests,
             },
         );
         let timing_calls = roles

@@ -107,6 +107,10 @@ def layout_options(fn):
 @click.option("--request-overhead-ms", "request_overhead_ms", type=float, default=None,
               help="Time outside the GPU passes added to every request's TTFT and E2E, ms "
                    "(default 0, or the calibration group's with --calibrated).")
+@click.option("--warmup-requests", "warmup_requests", type=click.IntRange(min=0), default=0,
+              show_default=True,
+              help="Leave the first N requests by arrival out of the latency figures, as a "
+                   "benchmark's warm-up requests are (the counts and throughput keep them).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @click.option("--plot", "plot_file", default=None,
               help="Save the latency CDFs and the queue over time to FILE.svg (or .png with "

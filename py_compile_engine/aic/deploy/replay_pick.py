@@ -10,16 +10,26 @@ import dataclasses
 
 from ..serving.plan import Deployment, Workload
 
-#: Requests replayed per request in flight: every slot turns over this many times, so the
-#: percentiles are past the ramp-up of the first wave.
+#: Measured requests per request in flight: every slot turns over this many times.
 REQUESTS_PER_SLOT = 4
-#: Fewest requests replayed (small concurrencies still get enough samples for a p99).
+#: Fewest measured requests (small concurrencies still get enough samples for a p99).
 MIN_REQUESTS = 200
+#: Warm-up requests per request in flight, left out of the percentiles: the pick's benchmark
+#: (``bench_run.sh``, spec 60 §8.2) runs aiperf with ``--warmup-request-count`` 2 × E, so the
+#: replay measures the same steady state (a closed loop's first wave arrives at once and
+#: queues for prefill; the benchmark does not count it either).
+WARMUP_PER_SLOT = 2
+
+
+def warmup_requests(concurrency: int) -> int:
+    """The warm-up requests of a pick's replay: ``2 × concurrency``, as its benchmark."""
+    return WARMUP_PER_SLOT * concurrency
 
 
 def replay_requests(concurrency: int) -> int:
-    """How many requests a pick's replay runs: ``max(200, 4 × concurrency)``."""
-    return max(MIN_REQUESTS, REQUESTS_PER_SLOT * concurrency)
+    """How many requests a pick's replay runs: the warm-up plus ``max(200, 4 × concurrency)``
+    measured ones."""
+    return warmup_requests(concurrency) + max(MIN_REQUESTS, REQUESTS_PER_SLOT * concurrency)
 
 
 def deployed(deployment: Deployment, workers: dict) -> Deployment:
@@ -50,11 +60,13 @@ def replay_record(deployment: Deployment, workers: dict, *, isl: int, osl: int, 
                           f"replay workload has no shared prefix, so the replay would not "
                           f"describe this operating point"}
     n = replay_requests(concurrency)
+    warmup = warmup_requests(concurrency)
     result = replay_deployment(deployed(deployment, workers),
                                Workload(isl=isl, osl=osl, concurrency=concurrency),
-                               requests=n, systems_path=systems_path)
+                               requests=n, warmup_requests=warmup, systems_path=systems_path)
     ttft, tpot = _summary(result.ttft), _summary(result.tpot)
-    return {**base, "replayed": True, "requests": n, "arrival": "closed_loop",
+    return {**base, "replayed": True, "requests": n, "warmup_requests": warmup,
+            "arrival": "closed_loop",
             "ttft_ms": ttft, "tpot_ms": tpot,
             "meets_p90": {"ttft": ttft["p90"] <= ttft_target, "tpot": tpot["p90"] <= tpot_target},
             "throughput": result.throughput, "report": result.report}

@@ -287,6 +287,7 @@ def replay(
     calibrated: bool = False,
     calibration=None,
     request_overhead_ms: float | None = None,
+    warmup_requests: int = 0,
     database_mode: str = "SILICON",
     systems_path: str | os.PathLike | None = None,
 ) -> ReplayResult:
@@ -316,6 +317,10 @@ def replay(
     ``ttft_scale``, decode steps × ``tpot_scale`` + ``tpot_overhead_ms`` (× the HYBRID factors
     for a HYBRID-priced role), and the group's ``ttft_overhead_ms`` added to every request's
     TTFT and E2E; ``request_overhead_ms`` replaces that overhead (also without calibration).
+
+    ``warmup_requests`` leaves the first requests by arrival out of the TTFT / TPOT / E2E
+    figures (a benchmark's warm-up: a closed loop's first wave arrives at once and queues for
+    prefill); the schedule, the counts and the throughput still include them.
 
     Errors: ``ValueError`` naming the argument (or the trace line and field) for a bad input,
     a prompt longer than the KV capacity, or a parallelism the model does not allow;
@@ -353,7 +358,7 @@ def replay(
     return _replay_plan(plan, workload, kv=kv, scheduler=scheduler, handoff=handoff,
                         timeline=timeline, per_request=per_request, calibrated=calibrated,
                         calibration=calibration, request_overhead_ms=request_overhead_ms,
-                        systems_path=systems_path)
+                        warmup_requests=warmup_requests, systems_path=systems_path)
 
 
 def layout_deployment(
@@ -428,7 +433,7 @@ def layout_deployment(
 
 def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict, handoff: float,
                  timeline: bool, per_request: bool, calibrated: bool, calibration,
-                 request_overhead_ms, systems_path) -> ReplayResult:
+                 request_overhead_ms, systems_path, warmup_requests: int = 0) -> ReplayResult:
     """Compiles each role of ``plan`` for its own system / backend / version and runs the
     replay request (``workload`` in the request's JSON form)."""
     mod = native()
@@ -467,6 +472,8 @@ def _replay_plan(plan: Deployment, workload: dict, *, kv: dict, scheduler: dict,
             "handoff_latency_ms": handoff,
         }
     options: dict = {"timeline": bool(timeline), "per_request": bool(per_request)}
+    if warmup_requests:
+        options["warmup_requests"] = _positive_int("warmup_requests", warmup_requests, minimum=0)
     if request_overhead_ms is not None:
         options["request_overhead_ms"] = _finite("request_overhead_ms", request_overhead_ms,
                                                  low=0.0, high=60_000.0)
@@ -541,6 +548,7 @@ def replay_deployment(
     calibrated: bool = False,
     calibration=None,
     request_overhead_ms: float | None = None,
+    warmup_requests: int = 0,
     systems_path: str | os.PathLike | None = None,
 ) -> ReplayResult:
     """Replays ``requests`` requests of ``workload`` on ``deployment`` (each role compiled for
@@ -573,4 +581,5 @@ def replay_deployment(
     return _replay_plan(deployment, generated, kv=kv, scheduler=scheduler,
                         handoff=_handoff(handoff_latency_ms), timeline=timeline,
                         per_request=per_request, calibrated=calibrated, calibration=calibration,
-                        request_overhead_ms=request_overhead_ms, systems_path=systems_path)
+                        request_overhead_ms=request_overhead_ms,
+                        warmup_requests=warmup_requests, systems_path=systems_path)
