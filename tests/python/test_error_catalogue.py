@@ -25,7 +25,13 @@ from conftest import family_not_built
 
 from aic import AicEngine, compile_engine
 from aic import _aic
-from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
+from aic.data_import import PartialImportError
+from aic.errors import (
+    ConfigKeyError,
+    HeadDivisibilityError,
+    PartialResultError,
+    UnsupportedArchitectureError,
+)
 from aic.serving import NoFeasibleConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -590,7 +596,55 @@ CASES = [
     Case("support-empty-systems-folder", "`support_matrix` on a systems folder without systems (\"0 cells\")",
          ValueError, "holds no system description",
          lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=str(s.root))),
+    Case("support-foreign-systems-folder", "`support_matrix` on a folder whose YAML files are not system descriptions",
+         ValueError, "holds no readable system description",
+         lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=_foreign_systems(s))),
+    Case("calibration-file-not-utf8", "`load_calibration` of a binary file (a bare `UnicodeDecodeError`, no file named)",
+         ValueError, "not UTF-8 text (byte 128",
+         lambda s: _calibration_bytes(s, bytes(range(256)))),
+    Case("sweep-prefix-covers-isl", "`aic.serving_sweep.sweep` with `prefix=isl` (\"no feasible configuration\")",
+         ValueError, "prefix must be less than isl",
+         lambda s: _sweep(prefix=1000)),
+    Case("import-partial", "`import_data` from a source whose system files include a symbolic link (skipped, exit 0)",
+         PartialImportError, "1 entry cannot be imported (systems/link.yaml: a symbolic link",
+         lambda s: _partial_import(s)),
+    Case("rows-partially-unusable", "rows of which one has an infinite measurement (left out, exit 0)",
+         PartialResultError, "1 of 2 rows have measurements that cannot score an estimate (row 2 (id r1)",
+         lambda s: _check_rows(s, ["80", "inf"])),
 ]
+
+
+def _foreign_systems(scratch: Scratch) -> str:
+    (scratch.root / "notes.yaml").write_text("title: not a system\n", encoding="utf-8")
+    return str(scratch.root)
+
+
+def _calibration_bytes(scratch: Scratch, content: bytes):
+    from aic.serving import load_calibration
+
+    path = scratch.root / "constants.json"
+    path.write_bytes(content)
+    return load_calibration(path)
+
+
+def _partial_import(scratch: Scratch):
+    from aic.data_import import import_data
+
+    systems = scratch.root / "src" / "systems"
+    systems.mkdir(parents=True)
+    (scratch.root / "src" / "model_configs").mkdir()
+    (systems / "x1.yaml").write_text("gpu: {}\n", encoding="utf-8")
+    (systems / "link.yaml").symlink_to(systems / "x1.yaml")
+    return import_data(scratch.root / "src", scratch.root / "dest")
+
+
+def _check_rows(scratch: Scratch, ttfts: list[str]):
+    from aic.accuracy.scoring import check_rows_usable, load_rows
+
+    path = scratch.root / "rows.csv"
+    path.write_text(_rows_text([_row(id=f"r{i}", silicon_ttft_ms=t) for i, t in enumerate(ttfts)]),
+                    encoding="utf-8")
+    return check_rows_usable(load_rows(path), path)
 
 
 def _binary_config(scratch: Scratch) -> str:
