@@ -605,6 +605,10 @@ CASES = [
     Case("sweep-prefix-covers-isl", "`aic.serving_sweep.sweep` with `prefix=isl` (\"no feasible configuration\")",
          ValueError, "prefix must be less than isl",
          lambda s: _sweep(prefix=1000)),
+    Case("sweep-native-request-nan", "`_aic.serving_sweep` with `\"ttft\": NaN` in the request JSON (no field named)",
+         ValueError, "invalid sweep request JSON: field ttft: expected value",
+         lambda s: _aic.serving_sweep('{"total_gpus": 1, "isl": 1000, "osl": 100, "ttft": NaN, '
+                                      '"tpot": 30.0, "agg": []}', str(SHIPPED_SYSTEMS))),
     Case("import-partial", "`import_data` from a source whose system files include a symbolic link (skipped, exit 0)",
          PartialImportError, "1 entry cannot be imported (systems/link.yaml: a symbolic link",
          lambda s: _partial_import(s)),

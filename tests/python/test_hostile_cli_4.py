@@ -267,6 +267,32 @@ def _sweep_request(**changes) -> str:
     return json.dumps(request)  # NaN and inf written as Python writes them: NaN, Infinity
 
 
+@pytest.mark.parametrize("field", ["ttft", "tpot", "request_latency", "nextn_accepted",
+                                   "free_gpu_memory_fraction"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_number_in_the_native_sweep_request_names_its_field(field, value):
+    with pytest.raises(ValueError) as info:
+        _aic.serving_sweep(_sweep_request(**{field: value}), str(SHIPPED_SYSTEMS))
+    message = str(info.value)
+    assert message.startswith(f"invalid sweep request JSON: field {field}: "), message
+    assert "NaN and Infinity are not JSON numbers" in message
+
+
+def test_a_mistyped_field_of_the_native_requests_is_named():
+    with pytest.raises(ValueError, match="field isl: invalid value: integer `-1`, expected u32"):
+        _aic.serving_sweep(_sweep_request(isl=-1), str(SHIPPED_SYSTEMS))
+    with pytest.raises(ValueError, match="invalid serving request JSON: field osl: expected value"):
+        _aic.serving_estimate('{"mode": "agg", "isl": 128, "osl": NaN}', str(SHIPPED_SYSTEMS))
+
+
+def test_a_nan_in_the_native_replay_request_names_its_field():
+    if not _aic.replay_available():
+        pytest.skip("aic._aic built without the cargo feature `replay`")
+    with pytest.raises(ValueError, match=r"invalid replay request JSON: field "
+                                         r"options\.request_overhead_ms: expected value"):
+        _aic.replay_json('{"options": {"request_overhead_ms": NaN}}', None)
+
+
 # --------------------------------------------------- 3. options without effect, infeasible
 
 
@@ -287,6 +313,8 @@ def test_a_prefix_covering_the_prompt_is_refused_up_front():
 
     with pytest.raises(ValueError, match="got prefix 1200 with isl 1000"):
         sweep("Qwen/Qwen3-8B", 1, "h100_sxm", "vllm", isl=1000, osl=100, prefix=1200)
+    with pytest.raises(ValueError, match="prefix must be less than isl"):
+        _aic.serving_sweep(_sweep_request(prefix=1024), str(SHIPPED_SYSTEMS))
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -204,7 +204,8 @@ def test_the_native_request_refuses_what_the_front_end_refuses(request_json, mes
 
 
 def test_nan_in_a_native_request_says_json_has_no_nan():
-    with pytest.raises(ValueError, match="holds NaN or Infinity, which JSON has not"):
+    with pytest.raises(ValueError, match="field nextn_accepted: .*NaN and Infinity are not JSON "
+                                         "numbers"):
         _aic.serving_estimate('{"mode": "agg", "isl": 128, "osl": 64, "nextn_accepted": NaN}')
 
 
