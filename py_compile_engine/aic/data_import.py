@@ -8,7 +8,12 @@ beside it is used when present). The destination (default: ``<repo>/data``) rece
 
 Only regular files are copied, each read without following a symbolic link and bounded in size
 (:data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`): a system YAML linked to ``/dev/zero`` was
-copied without end. What is not copied is listed in :attr:`ImportSummary.skipped`.
+copied without end. Dot-files, ``__pycache__`` folders and Python files are not data and are
+passed over. Any other entry that cannot be copied (a symbolic link, a device, FIFO or socket,
+an unreadable or oversized file) makes the import partial: the systems it belongs to would not
+answer. A partial import raises :class:`PartialImportError` listing every such entry and leaves
+the destination as it was, unless the caller accepts it (``allow_partial=True``, ``aic-compile
+data import --allow-partial``); then the entries are listed in :attr:`ImportSummary.skipped`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths
+from .errors import PartialResultError
 
 TREES = ("systems", "model_configs")
 _SKIP_DIRS = frozenset({"__pycache__"})
@@ -31,6 +37,11 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 #: The most bytes one import copies (the shipped data is 100 MB).
 MAX_TOTAL_BYTES = 8 * 1024 * 1024 * 1024
 _CHUNK = 1 << 20
+
+
+class PartialImportError(PartialResultError):
+    """Entries of the source that could not be copied; nothing was imported (the destination
+    is unchanged). :attr:`skipped` lists ``(path, reason)`` per entry."""
 
 
 @dataclass
@@ -184,8 +195,12 @@ def write_checksums(dest: Path) -> Path:
     return out
 
 
-def import_data(src: str | os.PathLike, dest: str | os.PathLike | None = None) -> ImportSummary:
-    """Re-creates ``dest/systems`` and ``dest/model_configs`` from ``src`` (see module docs)."""
+def import_data(src: str | os.PathLike, dest: str | os.PathLike | None = None, *,
+                allow_partial: bool = False) -> ImportSummary:
+    """Re-creates ``dest/systems`` and ``dest/model_configs`` from ``src`` (see module docs).
+
+    :class:`PartialImportError` (a ``ValueError``), with the destination unchanged, when an
+    entry of the source cannot be copied, unless ``allow_partial``."""
     trees, notice = _locate(Path(src))
     if dest is None:
         data = paths.repo_data_dir()
@@ -201,17 +216,34 @@ def import_data(src: str | os.PathLike, dest: str | os.PathLike | None = None) -
     try:
         for name, folder in trees.items():
             files += _copy_tree(folder, staging / name, skipped, budget)
+        notice_copied = False
+        if notice is not None:
+            reason = _copy_regular(notice, staging / "NOTICE", budget)
+            if reason:
+                skipped.append(("NOTICE", reason))
+            notice_copied = not reason
+        if skipped and not allow_partial:
+            raise PartialImportError(_partial_message(src, skipped), skipped)
         for name in trees:
             target = dest / name
             if target.exists():
                 old = staging / f".old-{name}"
                 os.replace(target, old)
             os.replace(staging / name, target)
+        if notice_copied:
+            os.replace(staging / "NOTICE", dest / "NOTICE")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    if notice is not None:
-        reason = _copy_regular(notice, dest / "NOTICE", budget)
-        if reason:
-            skipped.append(("NOTICE", reason))
     checksums = write_checksums(dest)
     return ImportSummary(dest, files, tuple(trees), notice is not None, checksums, skipped)
+
+
+def _partial_message(src, skipped: list) -> str:
+    """The one-line message of a partial import: how many entries, the first few with their
+    reasons, and what to do."""
+    shown = "; ".join(f"{path}: {reason}" for path, reason in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return (f"data source {os.fspath(src)!r}: {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} "
+            f"cannot be imported ({shown}{more}), so the systems they belong to would not "
+            f"answer; nothing was imported. Replace links and special files with regular "
+            f"files, or pass --allow-partial (allow_partial=True) to import the rest")

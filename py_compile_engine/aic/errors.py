@@ -28,3 +28,14 @@ class ConfigKeyError(KeyError, ValueError):
     a ``KeyError`` with the same argument and, like every front-end error, a ``ValueError``."""
 
     reference_class = "KeyError"
+
+
+class PartialResultError(ValueError):
+    """A command over many inputs (files of a data import, rows of a measured sample, cells of
+    the support matrix) could not process some of them: a result without them would look
+    complete. :attr:`skipped` lists ``(input, reason)`` per input left out; the caller may
+    accept a partial result explicitly (``allow_partial=True``, ``--allow-partial``)."""
+
+    def __init__(self, message: str, skipped: list):
+        super().__init__(message)
+        self.skipped = list(skipped)

@@ -110,6 +110,18 @@ def model_configs_path(explicit: str | os.PathLike | None = None) -> Path:
     return _path(model_configs_dir(explicit))
 
 
+def holds_system_files(root: str | os.PathLike) -> bool:
+    """Whether ``root`` holds at least one ``<system>.yaml`` (any YAML but the shared
+    :data:`NON_SYSTEM_YAMLS`): a cheap test, one folder listing, that tells a systems folder
+    from an empty or foreign one (the data folder above it, a model-config folder)."""
+    try:
+        with os.scandir(os.fspath(root)) as entries:
+            return any(e.name.endswith(".yaml") and e.name[:-5] not in NON_SYSTEM_YAMLS
+                       for e in entries)
+    except OSError:
+        return False
+
+
 def list_systems(root: str | os.PathLike) -> list[str]:
     """Names of the systems described under ``root`` (``<name>.yaml`` with a ``gpu`` section)."""
     root = _path(os.fspath(root))

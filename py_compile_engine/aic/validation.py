@@ -119,6 +119,17 @@ def max_seq_len(name: str, value, isl: int, osl: int) -> int | None:
     return v
 
 
+def prefix_below_isl(prefix: int, isl: int) -> None:
+    """A cached prefix shorter than the prompt (the sweep): the prefix is part of ``isl``, so
+    ``prefix >= isl`` leaves nothing to prefill and makes every candidate infeasible, which
+    the sweep answered as "no feasible configuration". (The serving estimate keeps the
+    reference's own error for it: a parity golden.)"""
+    if prefix >= isl:
+        raise ValueError(f"prefix must be less than isl (the cached prefix is part of the prompt "
+                         f"and at least one token must be prefilled), got prefix {prefix} with "
+                         f"isl {isl}")
+
+
 def optional(check, name: str, value, *args):
     """``check(name, value, *args)`` unless ``value`` is ``None``."""
     return None if value is None else check(name, value, *args)
@@ -171,7 +182,8 @@ def check_sweep_args(args: dict) -> None:
     positive_int("total_gpus", args["total_gpus"], "the GPU budget")
     isl = positive_int("isl", args["isl"], "input tokens per request")
     osl = positive_int("osl", args["osl"], "output tokens per request, the first one included")
-    non_negative_int("prefix", args["prefix"], "cached prefix tokens per request")
+    prefix = non_negative_int("prefix", args["prefix"], "cached prefix tokens per request")
+    prefix_below_isl(prefix, isl)
     positive_number("ttft", args["ttft"], "the TTFT target in ms")
     positive_number("tpot", args["tpot"], "the TPOT target in ms")
     optional(positive_number, "request_latency", args.get("request_latency"),

@@ -76,6 +76,7 @@ def test_parity_no_cases_is_a_failure():
 
 
 def test_unknown_system_through_global_systems_path(tmp_path):
+    (tmp_path / "other.yaml").write_text("gpu: {}\n", encoding="utf-8")  # a systems folder
     result = _run("--systems-path", tmp_path, "compile", "Qwen/Qwen3-8B", "-s", "h200_sxm",
                   "-b", "trtllm", "-o", tmp_path / "x.aicspec")
     assert result.exit_code != 0
@@ -83,9 +84,16 @@ def test_unknown_system_through_global_systems_path(tmp_path):
 
 
 def test_systems_path_env(tmp_path):
+    (tmp_path / "other.yaml").write_text("gpu: {}\n", encoding="utf-8")
     result = _run("compile", "Qwen/Qwen3-8B", "-s", "h200_sxm", "-b", "trtllm",
                   "-o", tmp_path / "x.aicspec", env={"AIC_SYSTEMS_PATH": str(tmp_path)})
     assert result.exit_code != 0 and "unknown system" in result.output
+
+
+def test_an_empty_systems_folder_is_named_with_what_it_should_hold(tmp_path):
+    result = _run("--systems-path", tmp_path, "compile", "Qwen/Qwen3-8B", "-s", "h200_sxm",
+                  "-b", "trtllm", "-o", tmp_path / "x.aicspec")
+    assert result.exit_code == 2 and "holds no system description" in result.output
 
 
 def test_compile_bad_input_is_a_clean_error(tmp_path):

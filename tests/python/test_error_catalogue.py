@@ -25,10 +25,16 @@ from conftest import family_not_built
 
 from aic import AicEngine, compile_engine
 from aic import _aic
-from aic.errors import ConfigKeyError, HeadDivisibilityError, UnsupportedArchitectureError
 from aic.export.dynamo import ExportError, export_dynamo
 from aic.deploy import DeployError, GeneratorOptions
 from aic.deploy.options import check_target_backend
+from aic.data_import import PartialImportError
+from aic.errors import (
+    ConfigKeyError,
+    HeadDivisibilityError,
+    PartialResultError,
+    UnsupportedArchitectureError,
+)
 from aic.serving import NoFeasibleConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -606,21 +612,6 @@ CASES = [
          ExportError, "no KV budget",
          lambda s: _export(s, s.root / "out", model="Qwen/Qwen3-235B-A22B", tp_size=1,
                            moe_ep_size=1)),
-]
-
-
-def _written(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("x", encoding="utf-8")
-    return path
-
-
-def _export(scratch: Scratch, out, *, model="Qwen/Qwen3-32B", isl=512, osl=64, **layout):
-    from aic.serving.plan import Workload
-    from aic.serving.replay import layout_deployment
-
-    deployment = layout_deployment(model, "h200_sxm", "vllm", **{"tp_size": 2, **layout})
-    return export_dynamo(deployment, Workload(isl=isl, osl=osl), out)
     Case("deploy-unknown-target", "`sweep --save-dir DIR --deployment-target k8s`", DeployError,
          "unknown target; known: dynamo, llm-d-helm, llm-d-kustomize",
          lambda s: GeneratorOptions.create(target="k8s")),
@@ -639,7 +630,40 @@ def _export(scratch: Scratch, out, *, model="Qwen/Qwen3-32B", isl=512, osl=64, *
     Case("deploy-target-cannot-express", "`--deployment-target llm-d-helm` with `-b trtllm`",
          DeployError, "llm-d has no helm template for trtllm",
          lambda s: check_target_backend("llm-d-helm", "trtllm")),
+    Case("support-foreign-systems-folder", "`support_matrix` on a folder whose YAML files are not system descriptions",
+         ValueError, "holds no readable system description",
+         lambda s: _support(models=["Qwen/Qwen3-8B"], systems_path=_foreign_systems(s))),
+    Case("calibration-file-not-utf8", "`load_calibration` of a binary file (a bare `UnicodeDecodeError`, no file named)",
+         ValueError, "not UTF-8 text (byte 128",
+         lambda s: _calibration_bytes(s, bytes(range(256)))),
+    Case("sweep-prefix-covers-isl", "`aic.serving_sweep.sweep` with `prefix=isl` (\"no feasible configuration\")",
+         ValueError, "prefix must be less than isl",
+         lambda s: _sweep(prefix=1000)),
+    Case("sweep-native-request-nan", "`_aic.serving_sweep` with `\"ttft\": NaN` in the request JSON (no field named)",
+         ValueError, "invalid sweep request JSON: field ttft: expected value",
+         lambda s: _aic.serving_sweep('{"total_gpus": 1, "isl": 1000, "osl": 100, "ttft": NaN, '
+                                      '"tpot": 30.0, "agg": []}', str(SHIPPED_SYSTEMS))),
+    Case("import-partial", "`import_data` from a source whose system files include a symbolic link (skipped, exit 0)",
+         PartialImportError, "1 entry cannot be imported (systems/link.yaml: a symbolic link",
+         lambda s: _partial_import(s)),
+    Case("rows-partially-unusable", "rows of which one has an infinite measurement (left out, exit 0)",
+         PartialResultError, "1 of 2 rows have measurements that cannot score an estimate (row 2 (id r1)",
+         lambda s: _check_rows(s, ["80", "inf"])),
 ]
+
+
+def _written(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x", encoding="utf-8")
+    return path
+
+
+def _export(scratch: Scratch, out, *, model="Qwen/Qwen3-32B", isl=512, osl=64, **layout):
+    from aic.serving.plan import Workload
+    from aic.serving.replay import layout_deployment
+
+    deployment = layout_deployment(model, "h200_sxm", "vllm", **{"tp_size": 2, **layout})
+    return export_dynamo(deployment, Workload(isl=isl, osl=osl), out)
 
 
 def _save_dir_file(scratch: Scratch):
@@ -649,6 +673,39 @@ def _save_dir_file(scratch: Scratch):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")
     return check_save_dir(str(path))
+
+
+def _foreign_systems(scratch: Scratch) -> str:
+    (scratch.root / "notes.yaml").write_text("title: not a system\n", encoding="utf-8")
+    return str(scratch.root)
+
+
+def _calibration_bytes(scratch: Scratch, content: bytes):
+    from aic.serving import load_calibration
+
+    path = scratch.root / "constants.json"
+    path.write_bytes(content)
+    return load_calibration(path)
+
+
+def _partial_import(scratch: Scratch):
+    from aic.data_import import import_data
+
+    systems = scratch.root / "src" / "systems"
+    systems.mkdir(parents=True)
+    (scratch.root / "src" / "model_configs").mkdir()
+    (systems / "x1.yaml").write_text("gpu: {}\n", encoding="utf-8")
+    (systems / "link.yaml").symlink_to(systems / "x1.yaml")
+    return import_data(scratch.root / "src", scratch.root / "dest")
+
+
+def _check_rows(scratch: Scratch, ttfts: list[str]):
+    from aic.accuracy.scoring import check_rows_usable, load_rows
+
+    path = scratch.root / "rows.csv"
+    path.write_text(_rows_text([_row(id=f"r{i}", silicon_ttft_ms=t) for i, t in enumerate(ttfts)]),
+                    encoding="utf-8")
+    return check_rows_usable(load_rows(path), path)
 
 
 def _binary_config(scratch: Scratch) -> str:

@@ -1384,7 +1384,7 @@ fn serving_cases() -> Vec<Case<ServingError>> {
             input: "serving request JSON holding `NaN` (as Python's `json.dumps` writes it)",
             variant: "Core",
             class: ErrorClass::Value,
-            fragment: "(the request holds NaN or Infinity, which JSON has not: pass finite numbers)",
+            fragment: "field nextn_accepted: expected value at line 1 column 58 (NaN and Infinity are not JSON numbers: pass a finite number)",
             run: || ignore(aic_core::serving::estimate_json(r#"{"mode": "agg", "isl": 128, "osl": 64, "nextn_accepted": NaN}"#, None)),
         },
         Case {
@@ -1396,6 +1396,32 @@ fn serving_cases() -> Vec<Case<ServingError>> {
             run: || {
                 ignore(aic_core::serving::sweep::sweep_json(
                     r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": 2000.0, "tpot": 30.0, "request_latency": -1.0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "sweep-request-nan",
+            input: "sweep request JSON whose `ttft` is `NaN` (the message named no field)",
+            variant: "Core",
+            class: ErrorClass::Value,
+            fragment: "invalid sweep request JSON: field ttft: expected value",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "ttft": NaN, "tpot": 30.0, "agg": []}"#,
+                    None,
+                ))
+            },
+        },
+        Case {
+            id: "sweep-request-prefix-covers-isl",
+            input: "sweep request with `prefix` equal to `isl` (every candidate infeasible: \"no feasible configuration\")",
+            variant: "Core",
+            class: ErrorClass::Value,
+            fragment: "prefix must be less than isl",
+            run: || {
+                ignore(aic_core::serving::sweep::sweep_json(
+                    r#"{"total_gpus": 8, "isl": 1024, "osl": 128, "prefix": 1024, "ttft": 2000.0, "tpot": 30.0, "agg": []}"#,
                     None,
                 ))
             },

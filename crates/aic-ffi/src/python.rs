@@ -782,8 +782,7 @@ fn default_systems_path(py: Python<'_>) -> Option<String> {
 
 /// Parses one JSON argument of the memory functions, naming it in the error.
 fn parse_json_arg<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> aic_core::Result<T> {
-    serde_json::from_str(text)
-        .map_err(|e| aic_core::AicError::value(format!("invalid {what} JSON: {e}")))
+    aic_core::serving::request_json::parse(what, text)
 }
 
 /// Serialises a KV-cache estimate to JSON text.

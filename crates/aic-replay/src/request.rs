@@ -210,7 +210,9 @@ impl ReplayRequest {
 /// ...}` as JSON.
 pub fn run_json(request_json: &str, systems_path: Option<&Path>) -> Result<String> {
     let request: ReplayRequest =
-        serde_json::from_str(request_json).map_err(|e| ReplayError::RequestJson(e.to_string()))?;
+        serde_json::from_str(request_json).map_err(|e| {
+            ReplayError::RequestJson(aic_core::serving::request_json::describe::<ReplayRequest>(request_json, &e))
+        })?;
     let outcome = request.into_replay(systems_path)?.run()?;
     let table = outcome.report.to_table();
     let answer = serde_json::json!({"report": outcome.report, "stats": outcome.stats, "table": table});

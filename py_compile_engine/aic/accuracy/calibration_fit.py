@@ -345,15 +345,19 @@ def document(model: dict, rows_path, n_rows: int, *, label: str | None = None,
     return doc
 
 
-def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[list, dict]:
+def fit_rows(rows: list[dict], *, systems_path=None, progress=None, source="rows",
+             allow_partial: bool = False) -> tuple[list, dict]:
     """Features of ``rows`` and the model fitted on them; ``ValueError`` when no row can be
-    estimated."""
+    estimated, :class:`aic.errors.PartialResultError` when some rows' measurements cannot be
+    fitted (:func:`aic.accuracy.scoring.check_rows_usable`, ``source`` names the rows file)
+    unless ``allow_partial``."""
     problems = [(i, accuracy.measurement_problem(r)) for i, r in enumerate(rows, 1)]
     problems = [(i, p) for i, p in problems if p]
     if rows and len(problems) == len(rows):
         first = "; ".join(f"row {i}: {p}" for i, p in problems[:3])
         raise ValueError(f"none of the {len(rows)} rows has usable measurements, so there is "
                          f"nothing to fit ({first}{'; ...' if len(problems) > 3 else ''})")
+    accuracy.check_rows_usable(rows, source, allow_partial=allow_partial)
     fs = features(rows, progress=progress, systems_path=systems_path)
     live = [f for f in fs if f is not None]
     if not live:

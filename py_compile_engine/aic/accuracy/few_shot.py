@@ -90,7 +90,8 @@ def choose_points(indices: list[int], rows: list[dict], shots: int) -> list[int]
 
 
 def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
-             progress=None, features: list | None = None, series_progress=None) -> dict:
+             progress=None, features: list | None = None, series_progress=None,
+             source="rows", allow_partial: bool = False) -> dict:
     """Fits the constants on ``shots`` points of every series and scores the series' other
     rows (see the module documentation). Returns ``{"shots", "min_series_rows", "series",
     "fitted_rows", "scored_rows", "few_shot", "pooled", "pooled_cv", "per_series"}``: the three
@@ -100,9 +101,12 @@ def few_shot(rows: list[dict], *, shots: int = DEFAULT_SHOTS, systems_path=None,
     by the CLI). ``features``: :func:`aic.accuracy.calibration_fit.features` of ``rows`` when
     the caller has them already. ``progress(i)`` is called per row of the feature pass,
     ``series_progress(done, total)`` per series fitted and scored. ``ValueError`` for
-    ``shots < 1`` or when no series has enough rows."""
+    ``shots < 1`` or when no series has enough rows; :class:`aic.errors.PartialResultError`
+    when some rows' measurements cannot be used (``source`` names the rows file), unless
+    ``allow_partial``."""
     if shots < 1:
         raise ValueError(f"--few-shot needs at least 1 fitted point per series, got {shots}")
+    accuracy.check_rows_usable(rows, source, allow_partial=allow_partial)
     min_rows = max(MIN_SERIES_ROWS, shots + 2)
     fs = features if features is not None else calibration_fit.features(
         rows, progress=progress, systems_path=systems_path)

@@ -140,6 +140,37 @@ def measurement_problem(row: dict) -> str:
     return ""
 
 
+def unusable_rows(rows: list[dict]) -> list[tuple[str, str]]:
+    """``(row, reason)`` of every row whose measurements cannot score an estimate
+    (:func:`measurement_problem`); ``row`` reads ``row 3 (id r2)``, counted from 1 after the
+    header."""
+    out = []
+    for i, row in enumerate(rows, 1):
+        problem = measurement_problem(row)
+        if problem:
+            label = f"row {i}" + (f" (id {row['id']})" if str(row.get("id") or "").strip() else "")
+            out.append((label, problem))
+    return out
+
+
+def check_rows_usable(rows: list[dict], source, *, allow_partial: bool = False) -> list:
+    """The rows whose measurements cannot score an estimate (:func:`unusable_rows`), checked
+    before any estimate: :class:`aic.errors.PartialResultError` naming ``source`` and listing
+    them, unless ``allow_partial`` (then they are returned, to be reported, and the run scores
+    the others). A result over fewer rows than the file holds would look complete."""
+    from ..errors import PartialResultError
+
+    skipped = unusable_rows(rows)
+    if skipped and not allow_partial:
+        shown = "; ".join(f"{row}: {reason}" for row, reason in skipped[:3])
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        raise PartialResultError(
+            f"rows file {os.fspath(source)}: {len(skipped)} of {len(rows)} rows have "
+            f"measurements that cannot score an estimate ({shown}{more}); fix or remove those "
+            f"rows, or pass --allow-partial (allow_partial=True) to use the others", skipped)
+    return skipped
+
+
 def model_for(model_path: str) -> tuple[str, str]:
     """``(shipped model id, alias label)``; the label is ``""`` when no alias applies."""
     if model_path in MODEL_ALIASES:

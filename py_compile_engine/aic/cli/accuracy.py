@@ -19,7 +19,12 @@ import time
 import click
 
 from ..json_output import dumps
-from .common import CONTEXT_SETTINGS, chosen_systems_path
+from .common import (
+    CONTEXT_SETTINGS,
+    chosen_systems_path,
+    partial_failure,
+    report_accepted_skips,
+)
 
 _HEAD = ["rows", "pred", "cov%", "TTFT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias",
          "TPOT MdAPE", "MAPE", "P90", "<=10%", "<=20%", "bias"]
@@ -106,6 +111,24 @@ def _load_rows(rows_file: str, required=None) -> list[dict]:
         raise click.ClickException(str(exc)) from None
 
 
+_ALLOW_PARTIAL_HELP = ("Use the other rows when some rows' measurements cannot score an "
+                       "estimate (not a finite number of ms > 0); they are listed. Default: "
+                       "such a file fails before any estimate.")
+
+
+def _usable_rows(rows: list[dict], rows_file: str, allow_partial: bool) -> list:
+    """The rows whose measurements cannot be used, checked before any estimate
+    (:func:`aic.accuracy.scoring.check_rows_usable`): a failure listing them unless
+    ``--allow-partial``."""
+    from ..accuracy import scoring
+    from ..errors import PartialResultError
+
+    try:
+        return scoring.check_rows_usable(rows, rows_file, allow_partial=allow_partial)
+    except PartialResultError as exc:
+        raise partial_failure(exc) from None
+
+
 def _write_json_file(path: str, doc: dict) -> None:
     """Writes ``doc`` as JSON through a temporary file in the same folder, so a full disk or a
     failed write leaves no half-written constants file behind."""
@@ -143,10 +166,11 @@ def _write_json_file(path: str, doc: dict) -> None:
               help="--replay / --combined: replay the rows in this many processes.")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Write the per-row predictions to this CSV.")
+@click.option("--allow-partial", is_flag=True, help=_ALLOW_PARTIAL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
 def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combined, jobs,
-                 out_file, as_json):
+                 out_file, allow_partial, as_json):
     """Estimates every measured deployment of ROWS and reports how close the estimate is."""
     from ..accuracy import scoring as accuracy
     from ..serving.deployment import load_calibration
@@ -159,6 +183,9 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
     if combined and not calibrated:
         raise click.UsageError("--combined needs --calibrated (it combines the calibrated "
                                "closed form with the calibrated replay)")
+    if jobs != 1 and not (replayed or combined):
+        raise click.UsageError(f"--jobs {jobs} applies to --replay / --combined (the closed "
+                               f"form runs in this process); drop it or add one of them")
     if replayed or combined:
         from ..serving.replay import REPLAY_MISSING, replay_available
         if not replay_available():
@@ -171,6 +198,7 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     rows = _load_rows(rows_file)
+    skipped = _usable_rows(rows, rows_file, allow_partial)
     systems_path = chosen_systems_path(ctx, None)
     progress = _Progress(len(rows) * (2 if combined else 1))
     preds = []
@@ -191,6 +219,8 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
     figures["estimate"] = "replay" if replayed else ("combined" if combined else "closed_form")
     if combined:
         figures["replayed_rows"] = sum(p.extra.get("estimate") == "replay" for p in preds)
+    report_accepted_skips(skipped, "rows not scored (--allow-partial): their measurements "
+                                   "cannot score an estimate")
     if as_json:
         click.echo(dumps(figures, indent=2))
         return
@@ -226,9 +256,10 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
               help="Judge few-shot calibration instead of fitting one file: per deployment "
                    "series of ROWS (>= 5 priced rows), fit on N points spread over its "
                    "concurrency and score its other rows (ACCURACY.md). Writes no constants.")
+@click.option("--allow-partial", is_flag=True, help=_ALLOW_PARTIAL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
+def calibrate_cmd(ctx, rows_file, out_file, cv, shots, allow_partial, as_json):
     """Fits the calibrated estimate's constants on the measured deployments of ROWS.
 
     The constants file then serves `estimate --calibrated --calibration OUT` and
@@ -250,7 +281,7 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
             raise click.UsageError("--few-shot fits one constants file per series and writes "
                                    "none; drop --out and --cv (its figures include the "
                                    "leave-one-family-out ones)")
-        _few_shot(rows_file, shots, systems_path, as_json)
+        _few_shot(rows_file, shots, systems_path, as_json, allow_partial)
         return
     if not out_file:
         raise click.UsageError("Missing option '--out': the file to write the fitted "
@@ -259,9 +290,11 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
     # --out never overwrites the measured rows, and a bad path fails before the fit
     _check_out(out_file, {"--rows": rows_file})
     rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
+    skipped = _usable_rows(rows, rows_file, allow_partial)
     progress = _Progress(len(rows))
     try:
-        fs, model = calibration_fit.fit_rows(rows, systems_path=systems_path, progress=progress)
+        fs, model = calibration_fit.fit_rows(rows, systems_path=systems_path, progress=progress,
+                                             source=rows_file, allow_partial=allow_partial)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -277,6 +310,8 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         figures["cv"] = accuracy.score(rows, held_out)
+    report_accepted_skips(skipped, "rows left out of the fit (--allow-partial): their "
+                                   "measurements cannot be fitted")
     if as_json:
         click.echo(dumps(figures, indent=2))
         return
@@ -289,11 +324,13 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_json):
         click.echo(line)
 
 
-def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool) -> None:
+def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool,
+              allow_partial: bool) -> None:
     """``calibrate --few-shot N``: :func:`aic.accuracy.few_shot.few_shot` on ROWS, printed."""
     from ..accuracy import calibration_fit, few_shot
 
     rows = _load_rows(rows_file, calibration_fit.REQUIRED_COLUMNS)
+    skipped = _usable_rows(rows, rows_file, allow_partial)
     progress = _Progress(len(rows))
     bars = [progress]
 
@@ -306,12 +343,15 @@ def _few_shot(rows_file: str, shots: int, systems_path, as_json: bool) -> None:
 
     try:
         figures = few_shot.few_shot(rows, shots=shots, systems_path=systems_path,
-                                    progress=progress, series_progress=series_progress)
+                                    progress=progress, series_progress=series_progress,
+                                    source=rows_file, allow_partial=allow_partial)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         bars[-1].close()
     figures.pop("predictions")
+    report_accepted_skips(skipped, "rows left out (--allow-partial): their measurements "
+                                   "cannot be used")
     if as_json:
         click.echo(dumps(figures, indent=2))
         return

@@ -19,22 +19,96 @@ U32_MAX = 2**32 - 1
 def chosen_systems_path(ctx: click.Context, local: str | None) -> str | None:
     """The subcommand's ``--systems-path``, else the group's; ``None`` lets the library apply its
     default search (``AIC_SYSTEMS_PATH``, packaged data, source checkout)."""
+    import os
+
     chosen = local or (ctx.find_root().obj or {}).get("systems_path")
-    check_systems_folder(chosen)
+    if chosen:
+        check_systems_folder(chosen)
+    elif os.environ.get(paths.SYSTEMS_ENV):
+        check_systems_folder(os.environ[paths.SYSTEMS_ENV], paths.SYSTEMS_ENV)
     return chosen
 
 
-def check_systems_folder(path: str | None) -> None:
-    """An explicit systems root must be a folder: a missing one gave empty answers ("0 cells",
-    every row unpredicted) instead of an error."""
+#: What a systems folder holds, for the messages about a folder that is not one.
+SYSTEMS_FOLDER_HOLDS = ("a systems folder holds one <system>.yaml per system (its gpu: and "
+                        "node: sections) and the perf tables under data/; pass that folder "
+                        "(the shipped one is data/systems)")
+
+
+def check_systems_folder(path: str | None, hint: str = "--systems-path") -> None:
+    """An explicit systems root must be a folder holding system descriptions: a missing one
+    gave empty answers ("0 cells", every row unpredicted), an empty or foreign one (the data
+    folder above it, a model-config folder) an empty table and exit status 0."""
     import os
 
-    if path and not os.path.isdir(path):
+    if not path:
+        return
+    if not os.path.isdir(path):
         import click
 
         raise click.BadParameter(f"{path!r} is not a folder; pass the folder that holds the "
                                  f"<system>.yaml files (the shipped one is data/systems)",
-                                 param_hint="--systems-path")
+                                 param_hint=hint)
+    if not paths.holds_system_files(path):
+        import click
+
+        raise click.BadParameter(f"{path!r} holds no system description (no <system>.yaml); "
+                                 f"{SYSTEMS_FOLDER_HOLDS}", param_hint=hint)
+
+
+def given_options(ctx: click.Context, names) -> list[str]:
+    """The flags (``--stride``) of the parameters among ``names`` that the user gave on the
+    command line or through the environment, not left at their defaults."""
+    from click.core import ParameterSource
+
+    flags = []
+    for param in ctx.command.params:
+        if param.name not in names:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT,
+                      ParameterSource.PROMPT):
+            flags.append(max(param.opts, key=len) if param.opts else param.name)
+    return flags
+
+
+def refuse_unused(ctx: click.Context, names, reason: str) -> None:
+    """An option given where it has no effect is a usage error naming it and ``reason``
+    (``"{flag} applies to ..."``), never silently dropped."""
+    import click
+
+    flags = given_options(ctx, names)
+    if flags:
+        raise click.UsageError(f"{', '.join(flags)} {reason}", ctx=ctx)
+
+
+def report_skips(skipped: list) -> None:
+    """One ``skipped <input>: <reason>`` line on stderr per input a command left out."""
+    import sys
+
+    for item, reason in skipped:
+        sys.stderr.write(f"skipped {item}: {reason}\n")
+
+
+def partial_failure(exc) -> click.ClickException:
+    """The failure of a command over many inputs that could not process some of them
+    (:class:`aic.errors.PartialResultError`): each input left out on its own line, then the one
+    ``Error:`` line (exit status 1). ``--allow-partial`` accepts such a result instead."""
+    import click
+
+    report_skips(exc.skipped)
+    return click.ClickException(str(exc))
+
+
+def report_accepted_skips(skipped: list, what: str) -> None:
+    """The inputs a command left out with ``--allow-partial``: listed, then counted, on stderr
+    (the exit status stays 0: the user accepted a partial result)."""
+    import sys
+
+    if not skipped:
+        return
+    report_skips(skipped)
+    sys.stderr.write(f"warning: {len(skipped)} {what}\n")
 
 
 def engine_systems_path(explicit: str | None) -> str:

@@ -7,7 +7,14 @@ import json
 import click
 
 from ..json_output import dumps
-from .common import CONTEXT_SETTINGS, chosen_systems_path, text_table
+from .common import (
+    CONTEXT_SETTINGS,
+    chosen_systems_path,
+    partial_failure,
+    refuse_unused,
+    report_accepted_skips,
+    text_table,
+)
 
 
 @click.group("data", context_settings=CONTEXT_SETTINGS)
@@ -19,25 +26,30 @@ def data_group():
 @click.argument("src", type=click.Path(exists=True, file_okay=False))
 @click.option("--dest", type=click.Path(file_okay=False), default=None,
               help="Destination data folder (default: <repo>/data).")
-def data_import_cmd(src, dest):
+@click.option("--allow-partial", is_flag=True,
+              help="Import the rest when some entries cannot be copied (symbolic links, "
+                   "devices, FIFOs, unreadable or oversized files); they are listed and their "
+                   "systems will not answer. Default: such an import fails and imports nothing.")
+def data_import_cmd(src, dest, allow_partial):
     """Re-create data/systems and data/model_configs from SRC and write data/SHA256SUMS.
 
     SRC is an aic-data folder (systems/ + model_configs/) or an installed reference's systems/
-    folder (model_configs/ beside it is used when present).
+    folder (model_configs/ beside it is used when present). Only regular files are copied
+    (dot-files and Python files are passed over); an entry that cannot be copied fails the
+    import, with the destination unchanged, unless --allow-partial.
     """
-    from ..data_import import import_data
+    from ..data_import import PartialImportError, import_data
 
     try:
-        summary = import_data(src, dest)
+        summary = import_data(src, dest, allow_partial=allow_partial)
+    except PartialImportError as exc:
+        raise partial_failure(exc) from None
     except (ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported {summary.files} files ({', '.join(summary.trees)}) into {summary.dest}"
                f"{'; NOTICE copied' if summary.notice else ''}; wrote {summary.checksums.name}")
-    for path, reason in summary.skipped:
-        click.echo(f"skipped {path}: {reason}", err=True)
-    if summary.skipped:
-        click.echo(f"{len(summary.skipped)} entries not copied (regular files only, none over "
-                   f"the size bound)", err=True)
+    report_accepted_skips(summary.skipped, "entries not imported (--allow-partial): their "
+                                           "systems will not answer")
 
 
 def _coverage_rows(coverage: dict) -> list[tuple]:
@@ -69,16 +81,29 @@ def _slots_text(entry: dict) -> str:
     return ", ".join(slots)
 
 
-def _show_systems(systems_path, as_json: bool) -> None:
-    """``data show`` without a system: every system with its backends and version slots."""
+def _show_systems(systems_path, as_json: bool, allow_partial: bool) -> None:
+    """``data show`` without a system: every system with its backends and version slots. A
+    folder without a readable system description is an error saying what a systems folder
+    holds; one with some unreadable descriptions prints the listing (they read "unreadable"),
+    then fails unless ``--allow-partial``."""
+    from .. import paths
     from .._native import native
+    from .common import SYSTEMS_FOLDER_HOLDS
 
     try:
         listing = json.loads(native().systems_catalogue_json(systems_path))
     except (ImportError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    unreadable = [(f"{s['name']}.yaml", s["error"]) for s in listing if s["error"] is not None]
+    if len(unreadable) == len(listing):
+        folder = paths.systems_dir(systems_path)
+        found = (f" ({len(unreadable)} YAML file(s), none a system description: "
+                 f"{unreadable[0][0]}: {unreadable[0][1]})" if unreadable else "")
+        raise click.ClickException(f"systems folder {folder!r} holds no system "
+                                   f"description{found}; {SYSTEMS_FOLDER_HOLDS}")
     if as_json:
         click.echo(dumps({"schema": "aic-systems/1", "systems": listing}, indent=2))
+        _judge_unreadable(unreadable, len(listing), allow_partial)
         return
     rows = []
     for s in listing:
@@ -97,6 +122,24 @@ def _show_systems(systems_path, as_json: bool) -> None:
     if without:
         click.echo("")
         click.echo(f"no perf data (hardware description only; estimates raise): {', '.join(without)}")
+    _judge_unreadable(unreadable, len(listing), allow_partial)
+
+
+def _judge_unreadable(unreadable: list, total: int, allow_partial: bool) -> None:
+    """After the listing: unreadable system descriptions fail the command unless
+    ``--allow-partial`` (then they are listed as a warning)."""
+    from ..errors import PartialResultError
+
+    if not unreadable:
+        return
+    if allow_partial:
+        report_accepted_skips(unreadable, "system descriptions unreadable (--allow-partial)")
+        return
+    raise partial_failure(PartialResultError(
+        f"{len(unreadable)} of {total} system descriptions cannot be read, so those systems "
+        f"will not answer ({unreadable[0][0]}: {unreadable[0][1]}"
+        f"{'; ...' if len(unreadable) > 1 else ''}); fix them, or pass --allow-partial to "
+        f"accept the listing without them", unreadable))
 
 
 @data_group.command("show", context_settings=CONTEXT_SETTINGS)
@@ -107,9 +150,14 @@ def _show_systems(systems_path, as_json: bool) -> None:
               "aic-table-coverage/1).")
 @click.option("--no-shared-layer", is_flag=True,
               help="Only the version's own files (no older versions or shared kernels).")
+@click.option("--allow-partial", is_flag=True,
+              help="Without SYSTEM: exit 0 when some system descriptions cannot be read (they "
+                   "are listed as unreadable). Default: the listing is printed, then the "
+                   "command fails.")
 @click.option("--systems-path", "local_systems_path", default=None)
 @click.pass_context
-def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local_systems_path):
+def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, allow_partial,
+                  local_systems_path):
     """List the shipped systems, or what each perf table of SYSTEM / BACKEND [VERSION] covers.
 
     With no SYSTEM: every system with its GPU facts and, per backend, the version slots a spec
@@ -122,8 +170,13 @@ def data_show_cmd(ctx, system, backend, version, as_json, no_shared_layer, local
     from .._native import native
 
     if system is None:
-        _show_systems(chosen_systems_path(ctx, local_systems_path), as_json)
+        refuse_unused(ctx, ("no_shared_layer",), "applies to the tables of SYSTEM BACKEND; the "
+                                                 "list of systems has no tables: add SYSTEM "
+                                                 "BACKEND or drop it")
+        _show_systems(chosen_systems_path(ctx, local_systems_path), as_json, allow_partial)
         return
+    refuse_unused(ctx, ("allow_partial",), "applies to the list of systems (no SYSTEM); one "
+                                           "system's tables are read or fail: drop it")
     if backend is None:
         raise click.UsageError("give BACKEND with SYSTEM (or neither, to list every system)")
     try:

@@ -18,6 +18,7 @@ from .common import (
     chosen_systems_path,
     engine_systems_path,
     number,
+    refuse_unused,
     text_table,
 )
 
@@ -154,6 +155,10 @@ def _load_engine(ctx, model, spec_file, kwargs):
     if spec_file:
         if model:
             raise click.UsageError("give either MODEL or --spec, not both")
+        # The spec fixes the deployment: a compile option next to it would be dropped.
+        refuse_unused(ctx, ("system", "backend") + _COMPILE_KEYS,
+                      "applies when compiling MODEL; the --spec file already fixes the "
+                      "deployment: drop it, or compile a new spec with `aic-compile compile`")
         blob = _read_spec_file(spec_file)
         spec_json = None
     else:

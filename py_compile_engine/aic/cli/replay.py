@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path
+from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path, refuse_unused
 
 _ROLE_KEYS = (("tp", "tp_size"), ("pp", "pp_size"), ("dp", "attention_dp_size"),
               ("moe-tp", "moe_tp_size"), ("moe-ep", "moe_ep_size"))
@@ -60,6 +60,25 @@ def layout_options(fn):
     for option in reversed(_LAYOUT_OPTIONS):
         fn = option(fn)
     return fn
+
+
+_DISAGG_ONLY = tuple(f"{role}_{name}" for role in ("prefill", "decode") for _, name in _ROLE_KEYS) \
+    + ("prefill_workers", "decode_workers", "handoff_latency_ms")
+
+
+def _refuse_options_without_effect(ctx, mode: str, trace) -> None:
+    """The role options of a disaggregated deployment with ``--mode agg``, the agg replica
+    count with ``--mode disagg`` and the trace's block size without a trace are usage errors
+    naming them, not dropped."""
+    if mode == "agg":
+        refuse_unused(ctx, _DISAGG_ONLY, "applies to --mode disagg, not to --mode agg; drop it "
+                                         "(--workers sets the agg replicas)")
+    else:
+        refuse_unused(ctx, ("workers",), "is the agg replica count; --mode disagg takes "
+                                         "--prefill-workers and --decode-workers")
+    if trace is None:
+        refuse_unused(ctx, ("trace_block_size",), "applies to --trace; a generated workload "
+                                                  "has no hash blocks: drop it")
 
 
 @click.command("replay", context_settings=CONTEXT_SETTINGS)
@@ -137,6 +156,7 @@ def replay_cmd(ctx, model, system, backend, as_json, plot_file, local_systems_pa
         raise click.BadParameter(str(exc).split(": ", 1)[-1], param_hint="'--plot'") from None
     if kwargs.get("calibration") is not None and not kwargs.get("calibrated"):
         raise click.UsageError("--calibration needs --calibrated")
+    _refuse_options_without_effect(ctx, kwargs["mode"], trace)
     systems_path = chosen_systems_path(ctx, local_systems_path)
     try:
         result = replay(model, system, backend, trace=trace, systems_path=systems_path,

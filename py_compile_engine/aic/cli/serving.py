@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from ..json_output import dumps
-from .common import cell, chosen_systems_path
+from .common import cell, chosen_systems_path, refuse_unused
 
 _SERVING_OPTIONS = [
     click.Option(["--mode"], type=click.Choice(["static", "static_ctx", "static_gen", "agg",
@@ -70,12 +70,50 @@ def _refuse_step_only_options(kwargs) -> None:
             raise click.UsageError(f"{flag} applies to the step estimate, not to --mode; drop it")
 
 
+_ROLE_NAMES = tuple(f"{role}_{key.replace('-', '_')}" for role in ("prefill", "decode")
+                    for key in _ROLE_KEYS)
+
+
+def _refuse_options_without_effect(ctx, kwargs) -> None:
+    """Options the chosen serving mode does not use are usage errors naming the mode (spec 50
+    §1.1: the static modes ignore the KV-budget options, only agg TRT-LLM and disagg size a KV
+    slot, ``ctx_tokens`` is agg's, the role options are disagg's), as is an MTP acceptance
+    without a draft length and ``--concurrency`` without ``--calibrated``."""
+    mode = kwargs["mode"]
+    if kwargs.get("nextn_accepted") is not None and not kwargs.get("nextn"):
+        raise click.UsageError(f"--nextn-accepted {kwargs['nextn_accepted']:g} without --nextn: "
+                               f"the acceptance applies to an MTP draft (--nextn N > 0); add "
+                               f"--nextn or drop it", ctx=ctx)
+    if not mode.startswith("static"):
+        refuse_unused(ctx, ("stride",), f"applies to the static modes, not to --mode {mode}; "
+                                        f"drop it")
+    else:
+        refuse_unused(ctx, ("free_gpu_memory_fraction", "max_seq_len"),
+                      f"applies to agg and disagg; --mode {mode} sizes no KV budget: drop it")
+    if mode == "agg" and kwargs.get("backend") in ("vllm", "sglang"):
+        refuse_unused(ctx, ("max_seq_len",), f"applies to agg with trtllm and to disagg; agg "
+                                             f"{kwargs['backend']} sizes no KV slot: drop it")
+    if mode != "agg":
+        refuse_unused(ctx, ("ctx_tokens",), f"is the agg context-token budget, not used by "
+                                            f"--mode {mode}; drop it")
+    if mode == "disagg":
+        refuse_unused(ctx, ("batch",), "is not used by --mode disagg: give --prefill-batch and "
+                                       "--decode-batch")
+    else:
+        refuse_unused(ctx, _ROLE_NAMES, f"applies to --mode disagg, not to --mode {mode}; "
+                                        f"drop it")
+    if not kwargs.get("calibrated"):
+        refuse_unused(ctx, ("concurrency",), "applies to the calibrated estimate: add "
+                                             "--calibrated or drop it")
+
+
 def _serving_estimate(ctx, model, kwargs) -> None:
     from ..serving.deployment import estimate
 
     if not model or not kwargs.get("system") or not kwargs.get("backend"):
         raise click.UsageError("--mode needs MODEL, --system and --backend")
     _refuse_step_only_options(kwargs)
+    _refuse_options_without_effect(ctx, kwargs)
     args = {
         "mode": kwargs["mode"], "backend_name": kwargs["backend"],
         "backend_version": kwargs.get("backend_version"), "isl": kwargs["isl"],
@@ -146,6 +184,9 @@ def add_serving_options(command: click.Command) -> None:
     def callback(ctx, **kwargs):
         if kwargs.get("mode"):
             return _serving_estimate(ctx, kwargs.get("model"), kwargs)
+        # Without --mode the serving options would be dropped: refused instead.
+        refuse_unused(ctx, serving_names, "applies to the serving estimate: add --mode "
+                                          "static|static_ctx|static_gen|agg|disagg, or drop it")
         for name in serving_names:
             kwargs.pop(name, None)
         return ctx.invoke(step_callback, **kwargs)

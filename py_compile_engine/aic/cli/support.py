@@ -5,7 +5,16 @@ from __future__ import annotations
 import click
 
 from ..json_output import dumps
-from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path, number, text_table
+from .common import (
+    CONTEXT_SETTINGS,
+    U32_MAX,
+    chosen_systems_path,
+    number,
+    partial_failure,
+    refuse_unused,
+    report_accepted_skips,
+    text_table,
+)
 
 
 @click.command("support", context_settings=CONTEXT_SETTINGS)
@@ -20,9 +29,14 @@ from .common import CONTEXT_SETTINGS, U32_MAX, chosen_systems_path, number, text
 @click.option("--only-failures", is_flag=True, help="List only the cells that do not answer.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schema "
               "aic-support/1).")
+@click.option("--allow-partial", is_flag=True,
+              help="Exit 0 when a model config or system description cannot be read (its "
+                   "cells say so). Default: the matrix is printed, then such inputs are listed "
+                   "and the command fails.")
 @click.option("--systems-path", "local_systems_path", default=None)
 @click.pass_context
-def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local_systems_path):
+def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, allow_partial,
+                local_systems_path):
     """Which model answers on which system and backend, asked of the engine itself.
 
     For MODEL (default: every shipped model) on every system x backend at its default version,
@@ -31,8 +45,17 @@ def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local
     unsupported-architecture, no-perf-data, missing-flops, missing-data (a table, slice or
     anchor), invalid-deployment.
     """
-    from ..serving.support import PREFILL_PROBE, DECODE_PROBE, summary_counts, support_matrix
+    from ..serving.support import (
+        DECODE_PROBE,
+        PREFILL_PROBE,
+        summary_counts,
+        support_matrix,
+        unreadable_inputs,
+    )
 
+    if as_json:
+        refuse_unused(ctx, ("only_failures",), "filters the text table; --json lists every "
+                                               "cell: drop one of them")
     systems_path = chosen_systems_path(ctx, local_systems_path)
     try:
         cells = support_matrix([model] if model else None, systems or None, backends or None,
@@ -46,6 +69,7 @@ def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local
             "probe": {"prefill": list(PREFILL_PROBE), "decode": list(DECODE_PROBE)},
             "counts": counts, "cells": [c.as_dict() for c in cells],
         }, indent=2))
+        _judge_unread(unreadable_inputs(cells), allow_partial)
         return
     shown = [c for c in cells if not (only_failures and c.status == "ok")]
     rows = [(c.model, c.system, c.backend, c.version or "-", c.status,
@@ -56,3 +80,21 @@ def support_cmd(ctx, model, systems, backends, tp, only_failures, as_json, local
         click.echo(line)
     click.echo("")
     click.echo(f"{len(cells)} cells: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    _judge_unread(unreadable_inputs(cells), allow_partial)
+
+
+def _judge_unread(unread: list, allow_partial: bool) -> None:
+    """After the matrix: the inputs it could not read fail the command (listed, then one
+    ``Error:`` line) unless ``--allow-partial``, which lists them as a warning."""
+    from ..errors import PartialResultError
+
+    if not unread:
+        return
+    if allow_partial:
+        report_accepted_skips(unread, "inputs not read (--allow-partial): their cells have no "
+                                      "answer")
+        return
+    raise partial_failure(PartialResultError(
+        f"{len(unread)} input(s) could not be read, so their cells have no answer "
+        f"({'; '.join(f'{i}: {r}' for i, r in unread[:2])}{'; ...' if len(unread) > 2 else ''}); "
+        f"fix them, or pass --allow-partial to accept the matrix without them", unread))

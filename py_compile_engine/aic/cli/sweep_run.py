@@ -131,6 +131,16 @@ def check_plot_file(path: str) -> None:
         raise CommandError("--plot needs matplotlib (pip install matplotlib)")
 
 
+def check_combination(p: dict) -> None:
+    """Options that have no effect together are refused before the sweep (the same check for
+    the click command and the click-free path): an MTP acceptance without a draft length was
+    silently dropped."""
+    if p["nextn_accepted"] is not None and not p["nextn"]:
+        raise CommandError(f"--nextn-accepted {p['nextn_accepted']:g} without --nextn: the "
+                           f"acceptance applies to an MTP draft (--nextn N > 0); add --nextn or "
+                           f"drop it")
+
+
 def _echo(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
@@ -193,6 +203,7 @@ def run(params: dict, systems_path: str | None) -> None:
     from ..serving.sweep import sweep
 
     p = params
+    check_combination(p)
     if p["plot_file"]:
         check_plot_file(p["plot_file"])
     options = generator_options(p) if p.get("save_dir") else None

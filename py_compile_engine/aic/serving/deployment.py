@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 
 from .. import paths
 from .._native import native
@@ -575,8 +576,16 @@ def load_calibration(calibration=None) -> dict:
         stamp = (path, st.st_size, st.st_mtime_ns)
         if stamp in _CONSTANTS_CACHE:
             return _CONSTANTS_CACHE[stamp]
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"calibration constants {path}: not a regular file (a folder, "
+                             f"device, FIFO or socket); give a JSON file in the "
+                             f"data/calibration/serving.json layout")
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"calibration constants {path}: not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r}); give a JSON file in the "
+                         f"data/calibration/serving.json layout") from None
     except OSError as exc:
         raise ValueError(f"cannot read the calibration constants {path}: {exc.strerror or exc}") \
             from None

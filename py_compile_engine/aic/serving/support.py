@@ -31,8 +31,12 @@ PREFILL_PROBE = (1, 1024, 0)
 DECODE_PROBE = (1, 1024, 2)
 
 #: Status words of a cell, in the order the summary lists them.
-STATUSES = ("ok", "unsupported-architecture", "invalid-config", "no-perf-data", "missing-flops", "missing-data",
-            "invalid-deployment", "error")
+STATUSES = ("ok", "unsupported-architecture", "invalid-config", "unreadable-system",
+            "no-perf-data", "missing-flops", "missing-data", "invalid-deployment", "error")
+#: Status words of a cell whose input could not be read (a model config, a system
+#: description): the cell was not probed, so a matrix holding one is partial
+#: (:func:`unreadable_inputs`).
+UNREAD_STATUSES = ("invalid-config", "unreadable-system")
 
 
 @dataclass
@@ -118,10 +122,26 @@ def probe(model: str, system: str, backend: str, *, tp: int = 1, systems_path=No
     return cell
 
 
-def _catalogue(systems_path) -> dict:
-    """``{system: {backend: entry}}`` from the native catalogue."""
+def _catalogue(systems_path) -> tuple[dict, dict]:
+    """``{system: {backend: entry}}`` from the native catalogue, and ``{system: error}`` of
+    the system descriptions it could not read."""
     listing = json.loads(native().systems_catalogue_json(str(paths.systems_path(systems_path))))
-    return {s["name"]: {b["backend"]: b for b in s["backends"]} for s in listing}
+    unreadable = {s["name"]: s["error"] for s in listing if s.get("error") is not None}
+    return ({s["name"]: {b["backend"]: b for b in s["backends"]} for s in listing
+             if s["name"] not in unreadable}, unreadable)
+
+
+def unreadable_inputs(cells: list[SupportCell]) -> list[tuple[str, str]]:
+    """``(input, reason)`` of every model config and system description the matrix could not
+    read (cells of :data:`UNREAD_STATUSES`), one entry per input: the matrix has no answer for
+    them, so it is partial."""
+    out: dict = {}
+    for c in cells:
+        if c.status == "invalid-config":
+            out.setdefault(f"model {c.model}", c.reason)
+        elif c.status == "unreadable-system":
+            out.setdefault(f"system {c.system}", c.reason)
+    return list(out.items())
 
 
 def support_matrix(models: Iterable[str] | None = None, systems: Iterable[str] | None = None,
@@ -131,17 +151,25 @@ def support_matrix(models: Iterable[str] | None = None, systems: Iterable[str] |
     """Probes every (model, system, backend); defaults: every shipped model and system, all
     three backends. Unknown systems or backends raise ``ValueError`` listing the valid ones, as
     do a named model whose config cannot be found or read and a systems folder without
-    systems; a shipped model whose config cannot be parsed gets ``invalid-config`` cells."""
-    catalogue = _catalogue(systems_path)
-    if not catalogue:
+    readable systems; a shipped model whose config cannot be parsed gets ``invalid-config``
+    cells, a system whose description cannot be read ``unreadable-system`` cells
+    (:func:`unreadable_inputs` lists both)."""
+    catalogue, unreadable = _catalogue(systems_path)
+    if not catalogue and not unreadable:
         # An empty matrix is not an answer: the folder is wrong, not every cell unsupported.
         raise ValueError(f"systems folder {paths.systems_dir(systems_path)!r} holds no system "
                          f"description (<system>.yaml with its data/ folder); pass the folder "
                          f"that holds them (the shipped one is data/systems)")
-    all_systems = sorted(catalogue)
+    if not catalogue:
+        # Only unreadable descriptions: not a systems folder (or every file broken).
+        first = "; ".join(f"{name}.yaml: {err}" for name, err in sorted(unreadable.items())[:2])
+        raise ValueError(f"systems folder {paths.systems_dir(systems_path)!r} holds no readable "
+                         f"system description ({first}); pass the folder that holds them (the "
+                         f"shipped one is data/systems)")
+    all_systems = sorted(set(catalogue) | set(unreadable))
     systems = list(systems) if systems is not None else all_systems
     for s in systems:
-        if s not in catalogue:
+        if s not in catalogue and s not in unreadable:
             raise ValueError(f"unknown system {s!r}; expected one of: {', '.join(all_systems)}")
     backends = list(backends) if backends is not None else list(BACKENDS)
     for b in backends:
@@ -176,6 +204,9 @@ def support_matrix(models: Iterable[str] | None = None, systems: Iterable[str] |
                 if arch_error is not None:
                     cell = SupportCell(model, system, backend, None, arch_error[0],
                                        reason=one_line(arch_error[1]))
+                elif system in unreadable:
+                    cell = SupportCell(model, system, backend, None, "unreadable-system",
+                                       reason=one_line(unreadable[system]))
                 else:
                     cell = probe(model, system, backend, tp=tp, systems_path=systems_path,
                                  model_configs_path=model_configs_path, catalogue=catalogue)

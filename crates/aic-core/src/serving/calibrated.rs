@@ -188,8 +188,7 @@ pub struct Calibration {
 impl Calibration {
     /// Parses and checks a constants document (JSON text).
     pub fn from_json(text: &str) -> Result<Calibration> {
-        let cal: Calibration = serde_json::from_str(text)
-            .map_err(|e| AicError::value(format!("invalid calibration constants JSON: {e}")))?;
+        let cal: Calibration = super::request_json::parse("calibration constants", text)?;
         cal.check()?;
         Ok(cal)
     }
@@ -483,8 +482,7 @@ pub fn from_request(value: Option<&Value>) -> Result<Calibration> {
     let value = value.ok_or_else(|| {
         AicError::value("calibrated estimate: the request carries no calibration constants")
     })?;
-    let cal: Calibration = serde_json::from_value(value.clone())
-        .map_err(|e| AicError::value(format!("invalid calibration constants JSON: {e}")))?;
+    let cal: Calibration = super::request_json::from_value("calibration constants", value)?;
     cal.check()?;
     Ok(cal)
 }

@@ -70,6 +70,20 @@ pub fn max_seq_len(name: &str, value: Option<u64>, isl: u32, osl: u32) -> Result
     }
 }
 
+/// A cached prefix shorter than the prompt (the sweep): the prefix is part of `isl`, so a
+/// prefix of `isl` tokens or more leaves nothing to prefill and makes every candidate
+/// infeasible, which the sweep reported as "no feasible configuration" instead of naming the
+/// inputs.
+pub fn prefix_below_isl(prefix: u32, isl: u32) -> Result<()> {
+    if prefix < isl {
+        return Ok(());
+    }
+    Err(AicError::value(format!(
+        "prefix must be less than isl (the cached prefix is part of the prompt and at least one \
+         token must be prefilled), got prefix {prefix} with isl {isl}"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +131,16 @@ mod tests {
         assert_eq!(
             message(max_seq_len("max_seq_len", Some(1024), 1024, 1024)),
             "max_seq_len must be at least isl + osl = 2048 (each request's KV cache must fit its slot), got 1024"
+        );
+    }
+
+    #[test]
+    fn a_prefix_covering_the_prompt_is_refused_naming_both() {
+        assert!(prefix_below_isl(0, 1).is_ok());
+        assert!(prefix_below_isl(999, 1000).is_ok());
+        assert_eq!(
+            message(prefix_below_isl(4000, 4000)),
+            "prefix must be less than isl (the cached prefix is part of the prompt and at least one token must be prefilled), got prefix 4000 with isl 4000"
         );
     }
 }

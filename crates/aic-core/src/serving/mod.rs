@@ -14,6 +14,7 @@
 //! * [`worker`] — a worker (engine + facts + system + labels) and the memory/OOM rules (§5);
 //! * [`static_mode`], [`agg`], [`disagg`] — the three estimate modes (§2–§4, §6);
 //! * [`request`] — the JSON request/response surface the bindings use;
+//! * [`request_json`] — a request's JSON parsed with the failing field named;
 //! * [`sweep`], [`pareto`] — the deployment sweep (§9);
 //! * [`picks`], [`plan`] — picking an experiment (throughput or load-match) and planning over
 //!   several experiments (`--backend auto`, experiment files, `recommend`; spec 51);
@@ -31,6 +32,7 @@ pub mod pareto;
 pub mod picks;
 pub mod plan;
 pub mod request;
+pub mod request_json;
 pub mod row;
 pub mod static_mode;
 pub mod sweep;

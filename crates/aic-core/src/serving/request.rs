@@ -250,21 +250,11 @@ fn memory_json(m: &MemoryGib, oom: bool, kv_over: bool) -> (String, String) {
 }
 
 /// Runs one `cli_estimate` request; the answer is JSON text
-/// `{"result", "memory", "oom", "per_ops"}` (spec 50 §11's estimate-case layout).
+/// `{"result", "memory", "oom", "per_ops"}` (spec 50 §11's estimate-case layout). A request
+/// that does not parse is an error naming the field at fault ([`super::request_json`]).
 pub fn estimate_json(request: &str, systems_path: Option<&Path>) -> Result<String> {
-    let req: EstimateRequest = serde_json::from_str(request)
-        .map_err(|e| AicError::value(format!("invalid serving request JSON: {e}{}", json_number_hint(request))))?;
+    let req: EstimateRequest = super::request_json::parse("serving request", request)?;
     estimate(&req, systems_path)
-}
-
-/// A hint for a request whose JSON failed to parse because it holds `NaN` or `Infinity`
-/// (Python's `json.dumps` writes them; JSON has neither): `""` otherwise.
-pub fn json_number_hint(text: &str) -> &'static str {
-    if text.contains("NaN") || text.contains("Infinity") {
-        " (the request holds NaN or Infinity, which JSON has not: pass finite numbers)"
-    } else {
-        ""
-    }
 }
 
 /// Runs one parsed `cli_estimate` request (see [`estimate_json`]); the request is checked

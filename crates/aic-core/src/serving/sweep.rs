@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::Result;
-use crate::error::AicError;
 use crate::spec::Backend;
 
 use super::agg::{agg_eval, AggParams};
@@ -775,21 +774,20 @@ impl<'a> LoadedLayouts<'a> {
 /// `best_latencies`, `outcomes`, `best_configs`, `pareto_fronts` and `candidates`
 /// (spec 50 §11's sweep-case layout).
 pub fn sweep_json(request: &str, systems_path: Option<&Path>) -> Result<String> {
-    let req: SweepRequest = serde_json::from_str(request).map_err(|e| {
-        AicError::value(format!("invalid sweep request JSON: {e}{}", super::request::json_number_hint(request)))
-    })?;
+    let req: SweepRequest = super::request_json::parse("sweep request", request)?;
     sweep(&req, systems_path)
 }
 
 impl SweepRequest {
     /// Checks every number of the request against its domain (see [`super::checks`]): a GPU
-    /// budget, `isl`, `osl` and `top_n` of at least 1, latency targets finite and `> 0`, the
-    /// MTP acceptance finite and `≥ 0`, a memory fraction in `(0, 1]`, a KV slot of at least
-    /// `isl + osl`.
+    /// budget, `isl`, `osl` and `top_n` of at least 1, a `prefix` below `isl`, latency targets
+    /// finite and `> 0`, the MTP acceptance finite and `≥ 0`, a memory fraction in `(0, 1]`, a
+    /// KV slot of at least `isl + osl`.
     pub fn check(&self) -> Result<()> {
         checks::positive_count("total_gpus", self.total_gpus.into(), "the GPU budget")?;
         checks::positive_count("isl", self.isl.into(), "input tokens per request")?;
         checks::positive_count("osl", self.osl.into(), "output tokens per request, the first one included")?;
+        checks::prefix_below_isl(self.prefix, self.isl)?;
         checks::positive_number("ttft", self.ttft, "the TTFT target in ms")?;
         checks::positive_number("tpot", self.tpot, "the TPOT target in ms")?;
         if let Some(r) = self.request_latency {
