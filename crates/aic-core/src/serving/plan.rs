@@ -237,9 +237,7 @@ pub struct PlanRequest {
 
 /// Runs a plan request (JSON text) and answers JSON text (see the module docs).
 pub fn plan_json(request: &str, systems_path: Option<&Path>) -> Result<String> {
-    let req: PlanRequest = serde_json::from_str(request).map_err(|e| {
-        AicError::value(format!("invalid plan request JSON: {e}{}", super::request::json_number_hint(request)))
-    })?;
+    let req: PlanRequest = super::request_json::parse("plan request", request)?;
     plan(&req, systems_path)
 }
 

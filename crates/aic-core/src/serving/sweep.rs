@@ -802,7 +802,7 @@ impl SweepRequest {
         if let Some(modes) = &self.modes {
             for m in modes {
                 if m != "agg" && m != "disagg" {
-                    return Err(AicError::value(format!("modes: unknown serving mode {m:?}; use \"agg\" or \"disagg\"")).into());
+                    return Err(crate::error::AicError::value(format!("modes: unknown serving mode {m:?}; use \"agg\" or \"disagg\"")).into());
                 }
             }
         }
@@ -817,7 +817,7 @@ impl SweepRequest {
                 (Some(v), None) => checks::positive_number("load_target.request_rate", v, "requests per second to carry")?,
                 (None, Some(v)) => checks::positive_number("load_target.concurrency", v, "requests in flight to carry")?,
                 _ => {
-                    return Err(AicError::value("load_target: give exactly one of request_rate or concurrency").into())
+                    return Err(crate::error::AicError::value("load_target: give exactly one of request_rate or concurrency").into())
                 }
             }
         }
