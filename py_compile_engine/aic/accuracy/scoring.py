@@ -33,6 +33,10 @@ MODEL_ALIASES = {
     "nvidia/Qwen3-32B-NVFP4": ("approx", "Qwen/Qwen3-32B"),
 }
 
+#: GPUs in one node of every system of the measured sample (h100 / h200 / b200 SXM boards).
+GPUS_PER_NODE = 8
+WITHIN_NODE = "within one node"
+ACROSS_NODES = "across nodes"
 _SIZES = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 _ROLE_COUNTS = ("batch_size", "num_workers")
 
@@ -355,11 +359,28 @@ def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
     return out
 
 
+def layout_class(row: dict) -> str:
+    """The row's layout class as recorded: :data:`ACROSS_NODES` when its record spans more than
+    one 8-GPU node through expert parallelism or attention DP x TP (any of ``moe_ep_size``,
+    ``prefill_moe_ep_size``, ``decode_moe_ep_size`` above :data:`GPUS_PER_NODE`, or
+    ``tp_size x attention_dp_size`` above it in any role), else :data:`WITHIN_NODE`. Read from
+    the record's columns as they are (blank attention DP: 1)."""
+    for prefix in ("", "prefill_", "decode_"):
+        ep = _int(row.get(prefix + "moe_ep_size"))
+        tp = _int(row.get(prefix + "tp_size"))
+        dp = _int(row.get(prefix + "attention_dp_size")) or 1
+        if (ep is not None and ep > GPUS_PER_NODE) or (tp is not None and tp * dp > GPUS_PER_NODE):
+            return ACROSS_NODES
+    return WITHIN_NODE
+
+
 def score(rows: list[dict], preds: list[Prediction]) -> dict:
-    """:func:`metrics` overall plus ``by_group`` (system x backend x mode) and ``by_model``."""
+    """:func:`metrics` overall plus ``by_group`` (system x backend x mode), ``by_model`` and
+    ``by_layout`` (:func:`layout_class`: within one node / across nodes)."""
     out = metrics(rows, preds)
     for name, key in (("by_group", lambda r: f"{r['system']} {r['backend']} {r['mode']}"),
-                      ("by_model", lambda r: r["model_path"])):
+                      ("by_model", lambda r: r["model_path"]),
+                      ("by_layout", layout_class)):
         groups: dict = {}
         for row, p in zip(rows, preds):
             groups.setdefault(key(row), ([], []))

@@ -4,8 +4,8 @@ deployments, and the calibrated estimate's constants fitted on them.
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
 ``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
 ``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, P90 APE, share
-within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x
-backend x mode and by model.
+within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by layout
+class (within one node / across nodes), by system x backend x mode and by model.
 ``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
@@ -210,7 +210,8 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
     click.echo("")
     for line in format_table("overall", [("all", figures)]):
         click.echo(line)
-    for key, title in (("by_group", "system backend mode"), ("by_model", "model")):
+    for key, title in (("by_layout", "layout"), ("by_group", "system backend mode"),
+                       ("by_model", "model")):
         click.echo("")
         for line in format_table(title, list(figures[key].items())):
             click.echo(line)
