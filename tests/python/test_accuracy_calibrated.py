@@ -274,3 +274,61 @@ def test_calibrate_command_fits_checks_and_serves_its_constants(tmp_path):
     none = _write_rows(tmp_path / "none.csv", incomplete[:3])
     res = CliRunner().invoke(main, ["calibrate", "--rows", str(none), "--out", str(out)])
     assert res.exit_code == 1 and "none of the 3 rows could be estimated" in res.output
+
+
+def _measured_twins():
+    """(folded agg record, record of the same run) pairs: same model, system, backend, lengths
+    and measured TTFT / TPOT to 4 digits, the second not folded."""
+    def key(r):
+        return (r["model_path"], r["system"], r["backend"], r["isl"], r["osl"],
+                f"{float(r['silicon_ttft_ms']):.4g}", f"{float(r['silicon_tpot_ms']):.4g}")
+
+    by_key: dict = {}
+    for r in ROWS.values():
+        if r["mode"] == "agg":
+            by_key.setdefault(key(r), []).append(r)
+    return [(r, t) for r in ROWS.values() if r["mode"] == "agg" and accuracy.folded_launch(r)
+            for t in by_key[key(r)] if t is not r and not accuracy.folded_launch(t)]
+
+
+def test_folded_records_read_as_the_launch_their_measured_twins_record():
+    """ACCURACY.md, 'Deployments that span nodes': a record that folds a k-GPU "tp k, ep k"
+    launch into k x k GPUs is read, in calibrated mode only, as exactly the request of the
+    record of the same run that writes the launch as it ran."""
+    pairs = _measured_twins()
+    assert len({r["id"] for r, _ in pairs}) >= 30
+    shapes = set()
+    for folded, twin in pairs:
+        assert accuracy.row_request(folded, calibrated=True) == \
+            accuracy.row_request(twin, calibrated=True), (folded["id"], twin["id"])
+        shapes.add(tuple(folded[k] for k in ("tp_size", "attention_dp_size", "moe_tp_size",
+                                             "moe_ep_size")))
+    # all three shapes of the fold: tp k x k, attention DP k x k, tp = DP = k with EP k x k
+    assert {s[0] for s in shapes} >= {"64", "16", "1", "4"}
+    # worked example: attention DP 64 x batch 2 is the launch's DP 8 x batch 16 (128 in all)
+    row = ROWS["2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c128_tp8_ep8_2012"]
+    assert accuracy.folded_launch(row) == 8
+    args = accuracy.row_request(row, calibrated=True)
+    assert (args["tp_size"], args["attention_dp_size"], args["moe_tp_size"], args["moe_ep_size"],
+            args["batch_size"]) == (1, 8, 1, 8, 16)
+    parity = accuracy.row_request(row)  # parity mode keeps the record as the reference reads it
+    assert (parity["attention_dp_size"], parity["moe_tp_size"], parity["batch_size"]) == (64, 8, 2)
+
+
+def test_layouts_within_a_node_and_real_multi_node_layouts_are_not_folded():
+    def row(**sizes):
+        return {**{k: "" for k in accuracy.COUNT_COLUMNS}, **{k: str(v) for k, v in sizes.items()}}
+
+    # the same shapes within one node are real layouts (a 4-GPU MoE tp 2 x EP 2)
+    assert accuracy.folded_launch(row(tp_size=4, moe_tp_size=2, moe_ep_size=2)) is None
+    assert accuracy.folded_launch(row(tp_size=2, attention_dp_size=2, moe_tp_size=1,
+                                      moe_ep_size=4)) is None
+    # wide EP over 16 GPUs, attention tp 16, attention DP 16: as recorded
+    assert accuracy.folded_launch(row(tp_size=16, moe_tp_size=1, moe_ep_size=16)) is None
+    assert accuracy.folded_launch(row(tp_size=1, attention_dp_size=16, moe_tp_size=1,
+                                      moe_ep_size=16)) is None
+    assert accuracy.folded_launch(row(tp_size=16, moe_tp_size=16, moe_ep_size=1)) is None
+    disagg = row(prefill_tp_size=16, prefill_moe_tp_size=4, prefill_moe_ep_size=4,
+                 decode_tp_size=8, decode_moe_ep_size=8)
+    assert accuracy.folded_launch(disagg, "prefill_") == 4
+    assert accuracy.folded_launch(disagg, "decode_") is None

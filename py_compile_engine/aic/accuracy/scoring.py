@@ -171,7 +171,9 @@ def row_request(row: dict, *, calibrated: bool = False) -> dict:
     lacking a batch size or worker count (the reference counts such rows as not predicted).
 
     ``calibrated=True``: a MoE width of 0 on a row means "not used" and is dropped (the
-    reference ignores MoE sizes of dense models). A disagg row without batch sizes / worker
+    reference ignores MoE sizes of dense models), and a role whose record folds a ``k``-GPU
+    "tp k, ep k" launch into ``k x k`` GPUs across nodes is read as the launch
+    (:func:`folded_launch`). A disagg row without batch sizes / worker
     counts stays unpredicted in both modes: guessing the worker counts (tried: one prefill and
     one decode worker holding the recorded concurrency) gives TPOT errors near 100 %."""
     if calibrated:
@@ -206,9 +208,63 @@ def recorded_concurrency(row: dict) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def folded_launch(row: dict, prefix: str = "") -> int | None:
+    """``k`` when the parallel sizes of a role (``prefix`` ``""``, ``"prefill_"`` or
+    ``"decode_"``) are a *folded* record of a ``k``-GPU "tp k, ep k" launch, else ``None``.
+
+    Some records of the measured sample write such a launch (the engines run it on ``k`` GPUs:
+    attention tp ``k`` or attention DP ``k``, experts spread ``k`` ways, MoE tp 1) as if it
+    spanned ``k x k`` GPUs, in one of two shapes:
+
+    * MoE tp = MoE EP = ``k`` and attention tp x DP = ``k x k`` (tp ``k x k`` or DP ``k x k``);
+    * attention tp = DP = ``k``, MoE tp 1 and MoE EP = ``k x k``.
+
+    The sample holds the same benchmark runs under both records: every folded agg record that
+    has a row with the same model, system, backend, lengths and measured TTFT and TPOT (to 4
+    digits) has it with the ``k``-GPU layout and no other (ACCURACY.md, "Deployments that span
+    nodes"). Only records that span more than one node (tp x DP above :data:`GPUS_PER_NODE`) are
+    read as folded: within a node the same shapes are real layouts (a 4-GPU MoE tp 2 x EP 2
+    runs faster than its 2-GPU twin)."""
+    tp, dp, moe_tp, moe_ep = (_int(row.get(prefix + key)) for key in
+                              ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size"))
+    if tp is None:
+        return None
+    dp = dp or 1
+    width = tp * dp
+    if width <= GPUS_PER_NODE:
+        return None
+    if moe_tp == moe_ep and moe_tp is not None and moe_tp > 1 and width == moe_tp * moe_ep \
+            and width in (tp, dp):
+        return moe_tp
+    if tp == dp and (moe_tp or 1) == 1 and moe_ep == width:
+        return tp
+    return None
+
+
+def _unfolded(row: dict) -> dict:
+    """The row with every folded role (:func:`folded_launch`) read as the ``k``-GPU launch it
+    records: attention tp ``k`` (DP ``k`` when the record puts the width in attention DP),
+    MoE tp 1, MoE EP ``k``; a per-rank batch size is rescaled so the total stays the
+    recorded one."""
+    row = dict(row)
+    for prefix in ("", "prefill_", "decode_"):
+        k = folded_launch(row, prefix)
+        if k is None:
+            continue
+        tp = _int(row.get(prefix + "tp_size"))
+        dp = _int(row.get(prefix + "attention_dp_size")) or 1
+        new_tp, new_dp = (1, k) if tp == 1 else (k, 1)
+        batch = _int(row.get(prefix + "batch_size"))
+        if batch is not None and dp != new_dp:
+            row[prefix + "batch_size"] = str(batch * dp // new_dp)
+        row[prefix + "tp_size"], row[prefix + "attention_dp_size"] = str(new_tp), str(new_dp)
+        row[prefix + "moe_tp_size"], row[prefix + "moe_ep_size"] = "1", str(k)
+    return row
+
+
 def _completed(row: dict) -> dict:
     """The row with the calibrated mode's completions (see :func:`row_request`)."""
-    row = dict(row)
+    row = _unfolded(row)
     for prefix in ("", "prefill_", "decode_"):
         for key in ("moe_tp_size", "moe_ep_size"):
             if _int(row.get(prefix + key)) == 0:
