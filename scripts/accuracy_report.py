@@ -560,7 +560,10 @@ def _layout_section(rows, s_par, s_cal, s_cv) -> list[str]:
           "TRT-LLM at tp 4 with MoE tp 2 × EP 2 measures a TTFT of 1.3 s where the same "
           "benchmark at tp 2 measures 2.3 s) and no record has a twin to show a "
           "fold. The constants were refitted on the rows read this way (`scripts/"
-          "fit_calibration.py`); no constant is new, and none is per row or per model.", "",
+          "fit_calibration.py`); no constant is new, and none is per row or per model. A "
+          "sample whose multi-node rows are real wide-EP deployments is priced as written with "
+          "`--as-recorded` (`accuracy --calibrated`, `calibrate`); `accuracy --json` counts the "
+          "rows read as a launch (`folded_read_as_launch`).", "",
           "Figures per layout class, now (parity unchanged; calibrated fitted on this half; "
           "leave-one-family-out):", ""]
     named = []

@@ -332,3 +332,53 @@ def test_layouts_within_a_node_and_real_multi_node_layouts_are_not_folded():
                  decode_tp_size=8, decode_moe_ep_size=8)
     assert accuracy.folded_launch(disagg, "prefill_") == 4
     assert accuracy.folded_launch(disagg, "decode_") is None
+
+
+def test_as_recorded_prices_folded_records_as_written(tmp_path):
+    """`--as-recorded` (``read_folded=False``) keeps a folded record's layout: for samples whose
+    multi-node rows are real wide-EP deployments; the default reads it as the launch and says
+    how many rows it read so."""
+    folded, twin = next((r, t) for r, t in _measured_twins() if r["backend"] == "sglang")
+    args = accuracy.row_request(folded, calibrated=True, read_folded=False)
+    assert args["tp_size"] == int(folded["tp_size"]) > 8
+    path = _write_rows(tmp_path / "rows.csv", [folded, twin])
+    runner = CliRunner()
+    read = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated", "--json"])
+    kept = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated", "--json",
+                                "--as-recorded"])
+    assert read.exit_code == 0 and kept.exit_code == 0, (read.output, kept.output)
+    read, kept = json.loads(read.output), json.loads(kept.output)
+    assert read["folded_read_as_launch"] == 1 and kept["folded_read_as_launch"] == 0
+    across = accuracy.ACROSS_NODES
+    # read as the launch, the folded record is priced as its twin; as written, much slower
+    as_launch, as_twin = (accuracy.predict_row(r, calibrated=True) for r in (folded, twin))
+    assert (as_launch.ttft, as_launch.tpot) == (as_twin.ttft, as_twin.tpot)
+    as_written = accuracy.predict_row(folded, calibrated=True, read_folded=False)
+    assert as_written.tpot > 1.2 * as_launch.tpot
+    assert kept["by_layout"][across]["tpot_bias"] > read["by_layout"][across]["tpot_bias"]
+    text = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated"])
+    assert "1 rows record a k-GPU" in text.output
+    bad = runner.invoke(main, ["accuracy", "--rows", str(path), "--as-recorded"])
+    assert bad.exit_code != 0 and "--as-recorded needs --calibrated" in bad.output
+
+
+def test_calibrate_as_recorded_fits_the_records_as_written(tmp_path):
+    """`calibrate --as-recorded`: the folded records are fitted as written (their TPOT as
+    64-GPU deployments, too slow), by default as their launches."""
+    picked = [r for r in ROWS.values() if r["system"] == "b200_sxm" and r["backend"] == "sglang"
+              and r["mode"] == "agg" and r["model_path"] == "deepseek-ai/DeepSeek-R1"]
+    assert accuracy.folded_rows(picked) >= 10
+    rows = _write_rows(tmp_path / "mine.csv", picked)
+    runs = {}
+    for flags in ([], ["--as-recorded"]):
+        out = tmp_path / f"c{len(flags)}.json"
+        res = CliRunner().invoke(main, ["calibrate", "--rows", str(rows), "--out", str(out),
+                                        "--json", *flags])
+        assert res.exit_code == 0, res.output
+        runs[bool(flags)] = json.loads(res.output)
+    assert runs[False]["folded_read_as_launch"] == accuracy.folded_rows(picked)
+    assert runs[True]["folded_read_as_launch"] == 0
+    assert runs[False]["fitted"]["tpot_mdape"] < runs[True]["fitted"]["tpot_mdape"]
+    res = CliRunner().invoke(main, ["calibrate", "--rows", str(rows), "--few-shot", "3",
+                                    "--as-recorded"])
+    assert res.exit_code != 0 and "drop --as-recorded" in res.output

@@ -59,10 +59,12 @@ FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_ov
 REQUIRED_COLUMNS = accuracy.REQUIRED_COLUMNS + ("backend_version", "precision")
 
 
-def features(rows: list[dict], progress=None, systems_path=None) -> list[dict]:
-    """Per predicted row: group parts, family, parity figures, T1, n and the measurements."""
+def features(rows: list[dict], progress=None, systems_path=None,
+             read_folded: bool = True) -> list[dict]:
+    """Per predicted row: group parts, family, parity figures, T1, n and the measurements
+    (``read_folded``: :func:`aic.accuracy.scoring.row_request`)."""
     preds = accuracy.predict_rows(rows, calibrated=True, calibration=IDENTITY, progress=progress,
-                                  systems_path=systems_path)
+                                  systems_path=systems_path, read_folded=read_folded)
     out = []
     for row, p in zip(rows, preds):
         if not p.predicted:
@@ -345,7 +347,8 @@ def document(model: dict, rows_path, n_rows: int, *, label: str | None = None,
     return doc
 
 
-def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[list, dict]:
+def fit_rows(rows: list[dict], *, systems_path=None, progress=None,
+             read_folded: bool = True) -> tuple[list, dict]:
     """Features of ``rows`` and the model fitted on them; ``ValueError`` when no row can be
     estimated."""
     problems = [(i, accuracy.measurement_problem(r)) for i, r in enumerate(rows, 1)]
@@ -354,7 +357,7 @@ def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[lis
         first = "; ".join(f"row {i}: {p}" for i, p in problems[:3])
         raise ValueError(f"none of the {len(rows)} rows has usable measurements, so there is "
                          f"nothing to fit ({first}{'; ...' if len(problems) > 3 else ''})")
-    fs = features(rows, progress=progress, systems_path=systems_path)
+    fs = features(rows, progress=progress, systems_path=systems_path, read_folded=read_folded)
     live = [f for f in fs if f is not None]
     if not live:
         raise ValueError(f"none of the {len(rows)} rows could be estimated, so there is nothing "
@@ -363,7 +366,8 @@ def fit_rows(rows: list[dict], *, systems_path=None, progress=None) -> tuple[lis
     return fs, fit(live)
 
 
-def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None) -> list:
+def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None,
+                            read_folded: bool = True) -> list:
     """Leave-one-model-family-out judged by the native engine: per family, the constants fitted
     without it, and its rows estimated in calibrated mode with them (a list of
     :class:`aic.accuracy.scoring.Prediction`, unpredicted where the features are missing).
@@ -377,7 +381,7 @@ def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None) ->
         doc = constants(fit([f for f in fs if f is not None and f["family"] != fam]))
         idx = [i for i, f in enumerate(fs) if f is not None and f["family"] == fam]
         preds = accuracy.predict_rows([rows[i] for i in idx], calibrated=True, calibration=doc,
-                                      systems_path=systems_path)
+                                      systems_path=systems_path, read_folded=read_folded)
         for i, p in zip(idx, preds):
             out[i] = p
     return out

@@ -165,7 +165,7 @@ def family_of(model_path: str) -> str:
     return name
 
 
-def row_request(row: dict, *, calibrated: bool = False) -> dict:
+def row_request(row: dict, *, calibrated: bool = False, read_folded: bool = True) -> dict:
     """The keyword arguments of :func:`aic.serving.estimate` for one row (model and system
     included as ``model_path`` / ``system_name``). Raises ``ValueError`` for a disagg row
     lacking a batch size or worker count (the reference counts such rows as not predicted).
@@ -173,11 +173,12 @@ def row_request(row: dict, *, calibrated: bool = False) -> dict:
     ``calibrated=True``: a MoE width of 0 on a row means "not used" and is dropped (the
     reference ignores MoE sizes of dense models), and a role whose record folds a ``k``-GPU
     "tp k, ep k" launch into ``k x k`` GPUs across nodes is read as the launch
-    (:func:`folded_launch`). A disagg row without batch sizes / worker
+    (:func:`folded_launch`; ``read_folded=False`` keeps such a record as written, for samples
+    whose multi-node rows are real wide-EP deployments). A disagg row without batch sizes / worker
     counts stays unpredicted in both modes: guessing the worker counts (tried: one prefill and
     one decode worker holding the recorded concurrency) gives TPOT errors near 100 %."""
     if calibrated:
-        row = _completed(row)
+        row = _completed(row, read_folded)
     model, _ = model_for(row["model_path"])
     args: dict = {"model_path": model, "system_name": row["system"], "mode": row["mode"],
                   "backend_name": row["backend"], "isl": int(row["isl"]), "osl": int(row["osl"])}
@@ -262,9 +263,14 @@ def _unfolded(row: dict) -> dict:
     return row
 
 
-def _completed(row: dict) -> dict:
+def folded_rows(rows: Iterable[dict]) -> int:
+    """How many rows have a role whose record is folded (:func:`folded_launch`)."""
+    return sum(1 for r in rows if any(folded_launch(r, p) for p in ("", "prefill_", "decode_")))
+
+
+def _completed(row: dict, read_folded: bool = True) -> dict:
     """The row with the calibrated mode's completions (see :func:`row_request`)."""
-    row = _unfolded(row)
+    row = _unfolded(row) if read_folded else dict(row)
     for prefix in ("", "prefill_", "decode_"):
         for key in ("moe_tp_size", "moe_ep_size"):
             if _int(row.get(prefix + key)) == 0:
@@ -314,7 +320,7 @@ def _reference_class(exc: BaseException) -> str:
 
 
 def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
-                calibration=None) -> Prediction:
+                calibration=None, read_folded: bool = True) -> Prediction:
     """Estimates one row (parity mode, or the calibrated mode with ``calibrated=True``)."""
     from ..serving.deployment import estimate
 
@@ -325,7 +331,7 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
         pred.error_class, pred.error_msg = "InvalidMeasurement", problem
         return pred
     try:
-        args = row_request(row, calibrated=calibrated)
+        args = row_request(row, calibrated=calibrated, read_folded=read_folded)
     except ValueError as exc:
         pred.error_class, pred.error_msg = "ValueError", str(exc)
         return pred
@@ -350,13 +356,15 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
 
 def predict_rows(rows: Iterable[dict], *, calibrated: bool = False, systems_path=None,
                  calibration=None,
-                 progress: Callable[[int], None] | None = None) -> list[Prediction]:
+                 progress: Callable[[int], None] | None = None,
+                 read_folded: bool = True) -> list[Prediction]:
     """Estimates every row; ``progress(i)`` is called after each one. ``calibration``: the
-    constants of the calibrated mode (dict or file; default the shipped ones)."""
+    constants of the calibrated mode (dict or file; default the shipped ones);
+    ``read_folded``: see :func:`row_request`."""
     out = []
     for i, row in enumerate(rows, 1):
         out.append(predict_row(row, calibrated=calibrated, systems_path=systems_path,
-                               calibration=calibration))
+                               calibration=calibration, read_folded=read_folded))
         if progress is not None:
             progress(i)
     return out
