@@ -592,7 +592,11 @@ def _layout_section(rows, s_par, s_cal, s_cv) -> list[str]:
            "prefill queue instead of those of one DP rank (the ranks step together through "
            "the MoE all-to-all) removes that bias (−0 % and +4 %) but moves vLLM's DP rows "
            "to +51 % and the overall TTFT MdAPE from 21.6 to 22.5 % fitted and from 33.5 to "
-           "34.4 % leave-one-family-out: rejected.",
+           "34.4 % leave-one-family-out: rejected. So is a TTFT factor on top of the group "
+           "constants, fitted like the HYBRID factors, for the rows whose MoE runs expert-"
+           "parallel (390 rows, factor 1.07) or whose attention runs data-parallel (81 rows, "
+           "1.61): TTFT MdAPE 22.1 % fitted and 34.0 % leave-one-family-out with either, "
+           "against 21.6 and 33.5 %.",
            "* The rows that do span nodes are 4 predicted DeepSeek-V3 disagg rows on h100 "
            "(TRT-LLM, prefill attention DP 16, decode tp 16, EP 16: TTFT −52 %, TPOT +33 %) and "
            "46 DeepSeek-R1 disagg rows without worker counts (unpredicted, see above): one "
