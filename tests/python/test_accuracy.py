@@ -178,7 +178,7 @@ def test_cli_json_on_a_small_file(tmp_path):
     assert res.exit_code == 0, res.output
     figures = json.loads(res.output)
     for key in ("rows", "predicted", "coverage", "ttft_mdape", "tpot_mdape", "ttft_p90_ape",
-                "tpot_p90_ape", "ttft_bias", "tpot_bias", "by_group", "by_model"):
+                "tpot_p90_ape", "ttft_bias", "tpot_bias", "by_group", "by_model", "by_layout"):
         assert key in figures
     for group in figures["by_group"].values():
         assert {"ttft_p90_ape", "tpot_p90_ape", "ttft_bias", "tpot_bias"} <= set(group)
@@ -187,4 +187,31 @@ def test_cli_json_on_a_small_file(tmp_path):
         assert len(list(csv.DictReader(fh))) == 6
     text = CliRunner().invoke(main, ["accuracy", "--rows", str(path)])
     assert text.exit_code == 0 and "TTFT MdAPE" in text.output and "P90 APE" in text.output
+    assert any(line.startswith("layout") for line in text.output.splitlines())
     assert "P90" in text.output.splitlines()[3]  # the table head
+
+
+def test_layout_class_worked_examples():
+    """Across nodes: an EP above 8 or attention tp x DP above 8 in any role, as recorded."""
+    def row(**sizes):
+        return {**{k: "" for k in accuracy.COUNT_COLUMNS}, **{k: str(v) for k, v in sizes.items()}}
+
+    within, across = accuracy.WITHIN_NODE, accuracy.ACROSS_NODES
+    assert accuracy.layout_class(row(tp_size=8, moe_tp_size=1, moe_ep_size=8)) == within
+    assert accuracy.layout_class(row(tp_size=4, attention_dp_size=2)) == within
+    assert accuracy.layout_class(row(tp_size=64, moe_tp_size=8, moe_ep_size=8)) == across
+    assert accuracy.layout_class(row(tp_size=1, attention_dp_size=16)) == across
+    assert accuracy.layout_class(row(tp_size=4, attention_dp_size=4, moe_ep_size=16)) == across
+    assert accuracy.layout_class(row(tp_size=8, moe_ep_size=16)) == across  # EP alone
+    assert accuracy.layout_class(row(prefill_tp_size=8, decode_tp_size=16)) == across
+    assert accuracy.layout_class(row(prefill_tp_size=8, prefill_moe_ep_size=8)) == within
+
+
+def test_by_layout_splits_the_sample_as_the_issue_counts_it(parity):
+    rows, preds = parity
+    s = accuracy.score(rows, preds)
+    assert set(s["by_layout"]) == {accuracy.WITHIN_NODE, accuracy.ACROSS_NODES}
+    across = s["by_layout"][accuracy.ACROSS_NODES]
+    assert across["rows"] == 212
+    assert across["rows"] + s["by_layout"][accuracy.WITHIN_NODE]["rows"] == s["rows"]
+    assert across["predicted"] + s["by_layout"][accuracy.WITHIN_NODE]["predicted"] == s["predicted"]

@@ -274,3 +274,111 @@ def test_calibrate_command_fits_checks_and_serves_its_constants(tmp_path):
     none = _write_rows(tmp_path / "none.csv", incomplete[:3])
     res = CliRunner().invoke(main, ["calibrate", "--rows", str(none), "--out", str(out)])
     assert res.exit_code == 1 and "none of the 3 rows could be estimated" in res.output
+
+
+def _measured_twins():
+    """(folded agg record, record of the same run) pairs: same model, system, backend, lengths
+    and measured TTFT / TPOT to 4 digits, the second not folded."""
+    def key(r):
+        return (r["model_path"], r["system"], r["backend"], r["isl"], r["osl"],
+                f"{float(r['silicon_ttft_ms']):.4g}", f"{float(r['silicon_tpot_ms']):.4g}")
+
+    by_key: dict = {}
+    for r in ROWS.values():
+        if r["mode"] == "agg":
+            by_key.setdefault(key(r), []).append(r)
+    return [(r, t) for r in ROWS.values() if r["mode"] == "agg" and accuracy.folded_launch(r)
+            for t in by_key[key(r)] if t is not r and not accuracy.folded_launch(t)]
+
+
+def test_folded_records_read_as_the_launch_their_measured_twins_record():
+    """ACCURACY.md, 'Deployments that span nodes': a record that folds a k-GPU "tp k, ep k"
+    launch into k x k GPUs is read, in calibrated mode only, as exactly the request of the
+    record of the same run that writes the launch as it ran."""
+    pairs = _measured_twins()
+    assert len({r["id"] for r, _ in pairs}) >= 30
+    shapes = set()
+    for folded, twin in pairs:
+        assert accuracy.row_request(folded, calibrated=True) == \
+            accuracy.row_request(twin, calibrated=True), (folded["id"], twin["id"])
+        shapes.add(tuple(folded[k] for k in ("tp_size", "attention_dp_size", "moe_tp_size",
+                                             "moe_ep_size")))
+    # all three shapes of the fold: tp k x k, attention DP k x k, tp = DP = k with EP k x k
+    assert {s[0] for s in shapes} >= {"64", "16", "1", "4"}
+    # worked example: attention DP 64 x batch 2 is the launch's DP 8 x batch 16 (128 in all)
+    row = ROWS["2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c128_tp8_ep8_2012"]
+    assert accuracy.folded_launch(row) == 8
+    args = accuracy.row_request(row, calibrated=True)
+    assert (args["tp_size"], args["attention_dp_size"], args["moe_tp_size"], args["moe_ep_size"],
+            args["batch_size"]) == (1, 8, 1, 8, 16)
+    parity = accuracy.row_request(row)  # parity mode keeps the record as the reference reads it
+    assert (parity["attention_dp_size"], parity["moe_tp_size"], parity["batch_size"]) == (64, 8, 2)
+
+
+def test_layouts_within_a_node_and_real_multi_node_layouts_are_not_folded():
+    def row(**sizes):
+        return {**{k: "" for k in accuracy.COUNT_COLUMNS}, **{k: str(v) for k, v in sizes.items()}}
+
+    # the same shapes within one node are real layouts (a 4-GPU MoE tp 2 x EP 2)
+    assert accuracy.folded_launch(row(tp_size=4, moe_tp_size=2, moe_ep_size=2)) is None
+    assert accuracy.folded_launch(row(tp_size=2, attention_dp_size=2, moe_tp_size=1,
+                                      moe_ep_size=4)) is None
+    # wide EP over 16 GPUs, attention tp 16, attention DP 16: as recorded
+    assert accuracy.folded_launch(row(tp_size=16, moe_tp_size=1, moe_ep_size=16)) is None
+    assert accuracy.folded_launch(row(tp_size=1, attention_dp_size=16, moe_tp_size=1,
+                                      moe_ep_size=16)) is None
+    assert accuracy.folded_launch(row(tp_size=16, moe_tp_size=16, moe_ep_size=1)) is None
+    disagg = row(prefill_tp_size=16, prefill_moe_tp_size=4, prefill_moe_ep_size=4,
+                 decode_tp_size=8, decode_moe_ep_size=8)
+    assert accuracy.folded_launch(disagg, "prefill_") == 4
+    assert accuracy.folded_launch(disagg, "decode_") is None
+
+
+def test_as_recorded_prices_folded_records_as_written(tmp_path):
+    """`--as-recorded` (``read_folded=False``) keeps a folded record's layout: for samples whose
+    multi-node rows are real wide-EP deployments; the default reads it as the launch and says
+    how many rows it read so."""
+    folded, twin = next((r, t) for r, t in _measured_twins() if r["backend"] == "sglang")
+    args = accuracy.row_request(folded, calibrated=True, read_folded=False)
+    assert args["tp_size"] == int(folded["tp_size"]) > 8
+    path = _write_rows(tmp_path / "rows.csv", [folded, twin])
+    runner = CliRunner()
+    read = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated", "--json"])
+    kept = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated", "--json",
+                                "--as-recorded"])
+    assert read.exit_code == 0 and kept.exit_code == 0, (read.output, kept.output)
+    read, kept = json.loads(read.output), json.loads(kept.output)
+    assert read["folded_read_as_launch"] == 1 and kept["folded_read_as_launch"] == 0
+    across = accuracy.ACROSS_NODES
+    # read as the launch, the folded record is priced as its twin; as written, much slower
+    as_launch, as_twin = (accuracy.predict_row(r, calibrated=True) for r in (folded, twin))
+    assert (as_launch.ttft, as_launch.tpot) == (as_twin.ttft, as_twin.tpot)
+    as_written = accuracy.predict_row(folded, calibrated=True, read_folded=False)
+    assert as_written.tpot > 1.2 * as_launch.tpot
+    assert kept["by_layout"][across]["tpot_bias"] > read["by_layout"][across]["tpot_bias"]
+    text = runner.invoke(main, ["accuracy", "--rows", str(path), "--calibrated"])
+    assert "1 rows record a k-GPU" in text.output
+    bad = runner.invoke(main, ["accuracy", "--rows", str(path), "--as-recorded"])
+    assert bad.exit_code != 0 and "--as-recorded needs --calibrated" in bad.output
+
+
+def test_calibrate_as_recorded_fits_the_records_as_written(tmp_path):
+    """`calibrate --as-recorded`: the folded records are fitted as written (their TPOT as
+    64-GPU deployments, too slow), by default as their launches."""
+    picked = [r for r in ROWS.values() if r["system"] == "b200_sxm" and r["backend"] == "sglang"
+              and r["mode"] == "agg" and r["model_path"] == "deepseek-ai/DeepSeek-R1"]
+    assert accuracy.folded_rows(picked) >= 10
+    rows = _write_rows(tmp_path / "mine.csv", picked)
+    runs = {}
+    for flags in ([], ["--as-recorded"]):
+        out = tmp_path / f"c{len(flags)}.json"
+        res = CliRunner().invoke(main, ["calibrate", "--rows", str(rows), "--out", str(out),
+                                        "--json", *flags])
+        assert res.exit_code == 0, res.output
+        runs[bool(flags)] = json.loads(res.output)
+    assert runs[False]["folded_read_as_launch"] == accuracy.folded_rows(picked)
+    assert runs[True]["folded_read_as_launch"] == 0
+    assert runs[False]["fitted"]["tpot_mdape"] < runs[True]["fitted"]["tpot_mdape"]
+    res = CliRunner().invoke(main, ["calibrate", "--rows", str(rows), "--few-shot", "3",
+                                    "--as-recorded"])
+    assert res.exit_code != 0 and "drop --as-recorded" in res.output

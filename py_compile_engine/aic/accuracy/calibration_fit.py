@@ -59,10 +59,12 @@ FIELDS = ("tpot_scale", "tpot_overhead_ms", "ttft_scale", "ttft_queue", "ttft_ov
 REQUIRED_COLUMNS = accuracy.REQUIRED_COLUMNS + ("backend_version", "precision")
 
 
-def features(rows: list[dict], progress=None, systems_path=None) -> list[dict]:
-    """Per predicted row: group parts, family, parity figures, T1, n and the measurements."""
+def features(rows: list[dict], progress=None, systems_path=None,
+             read_folded: bool = True) -> list[dict]:
+    """Per predicted row: group parts, family, parity figures, T1, n and the measurements
+    (``read_folded``: :func:`aic.accuracy.scoring.row_request`)."""
     preds = accuracy.predict_rows(rows, calibrated=True, calibration=IDENTITY, progress=progress,
-                                  systems_path=systems_path)
+                                  systems_path=systems_path, read_folded=read_folded)
     out = []
     for row, p in zip(rows, preds):
         if not p.predicted:
@@ -346,7 +348,7 @@ def document(model: dict, rows_path, n_rows: int, *, label: str | None = None,
 
 
 def fit_rows(rows: list[dict], *, systems_path=None, progress=None, source="rows",
-             allow_partial: bool = False) -> tuple[list, dict]:
+             allow_partial: bool = False, read_folded: bool = True) -> tuple[list, dict]:
     """Features of ``rows`` and the model fitted on them; ``ValueError`` when no row can be
     estimated, :class:`aic.errors.PartialResultError` when some rows' measurements cannot be
     fitted (:func:`aic.accuracy.scoring.check_rows_usable`, ``source`` names the rows file)
@@ -358,7 +360,7 @@ def fit_rows(rows: list[dict], *, systems_path=None, progress=None, source="rows
         raise ValueError(f"none of the {len(rows)} rows has usable measurements, so there is "
                          f"nothing to fit ({first}{'; ...' if len(problems) > 3 else ''})")
     accuracy.check_rows_usable(rows, source, allow_partial=allow_partial)
-    fs = features(rows, progress=progress, systems_path=systems_path)
+    fs = features(rows, progress=progress, systems_path=systems_path, read_folded=read_folded)
     live = [f for f in fs if f is not None]
     if not live:
         raise ValueError(f"none of the {len(rows)} rows could be estimated, so there is nothing "
@@ -367,7 +369,8 @@ def fit_rows(rows: list[dict], *, systems_path=None, progress=None, source="rows
     return fs, fit(live)
 
 
-def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None) -> list:
+def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None,
+                            read_folded: bool = True) -> list:
     """Leave-one-model-family-out judged by the native engine: per family, the constants fitted
     without it, and its rows estimated in calibrated mode with them (a list of
     :class:`aic.accuracy.scoring.Prediction`, unpredicted where the features are missing).
@@ -381,7 +384,7 @@ def native_cross_validation(rows: list[dict], fs: list, *, systems_path=None) ->
         doc = constants(fit([f for f in fs if f is not None and f["family"] != fam]))
         idx = [i for i, f in enumerate(fs) if f is not None and f["family"] == fam]
         preds = accuracy.predict_rows([rows[i] for i in idx], calibrated=True, calibration=doc,
-                                      systems_path=systems_path)
+                                      systems_path=systems_path, read_folded=read_folded)
         for i, p in zip(idx, preds):
             out[i] = p
     return out

@@ -33,6 +33,10 @@ MODEL_ALIASES = {
     "nvidia/Qwen3-32B-NVFP4": ("approx", "Qwen/Qwen3-32B"),
 }
 
+#: GPUs in one node of every system of the measured sample (h100 / h200 / b200 SXM boards).
+GPUS_PER_NODE = 8
+WITHIN_NODE = "within one node"
+ACROSS_NODES = "across nodes"
 _SIZES = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 _ROLE_COUNTS = ("batch_size", "num_workers")
 
@@ -192,17 +196,20 @@ def family_of(model_path: str) -> str:
     return name
 
 
-def row_request(row: dict, *, calibrated: bool = False) -> dict:
+def row_request(row: dict, *, calibrated: bool = False, read_folded: bool = True) -> dict:
     """The keyword arguments of :func:`aic.serving.estimate` for one row (model and system
     included as ``model_path`` / ``system_name``). Raises ``ValueError`` for a disagg row
     lacking a batch size or worker count (the reference counts such rows as not predicted).
 
     ``calibrated=True``: a MoE width of 0 on a row means "not used" and is dropped (the
-    reference ignores MoE sizes of dense models). A disagg row without batch sizes / worker
+    reference ignores MoE sizes of dense models), and a role whose record folds a ``k``-GPU
+    "tp k, ep k" launch into ``k x k`` GPUs across nodes is read as the launch
+    (:func:`folded_launch`; ``read_folded=False`` keeps such a record as written, for samples
+    whose multi-node rows are real wide-EP deployments). A disagg row without batch sizes / worker
     counts stays unpredicted in both modes: guessing the worker counts (tried: one prefill and
     one decode worker holding the recorded concurrency) gives TPOT errors near 100 %."""
     if calibrated:
-        row = _completed(row)
+        row = _completed(row, read_folded)
     model, _ = model_for(row["model_path"])
     args: dict = {"model_path": model, "system_name": row["system"], "mode": row["mode"],
                   "backend_name": row["backend"], "isl": int(row["isl"]), "osl": int(row["osl"])}
@@ -233,9 +240,68 @@ def recorded_concurrency(row: dict) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _completed(row: dict) -> dict:
-    """The row with the calibrated mode's completions (see :func:`row_request`)."""
+def folded_launch(row: dict, prefix: str = "") -> int | None:
+    """``k`` when the parallel sizes of a role (``prefix`` ``""``, ``"prefill_"`` or
+    ``"decode_"``) are a *folded* record of a ``k``-GPU "tp k, ep k" launch, else ``None``.
+
+    Some records of the measured sample write such a launch (the engines run it on ``k`` GPUs:
+    attention tp ``k`` or attention DP ``k``, experts spread ``k`` ways, MoE tp 1) as if it
+    spanned ``k x k`` GPUs, in one of two shapes:
+
+    * MoE tp = MoE EP = ``k`` and attention tp x DP = ``k x k`` (tp ``k x k`` or DP ``k x k``);
+    * attention tp = DP = ``k``, MoE tp 1 and MoE EP = ``k x k``.
+
+    The sample holds the same benchmark runs under both records: every folded agg record that
+    has a row with the same model, system, backend, lengths and measured TTFT and TPOT (to 4
+    digits) has it with the ``k``-GPU layout and no other (ACCURACY.md, "Deployments that span
+    nodes"). Only records that span more than one node (tp x DP above :data:`GPUS_PER_NODE`) are
+    read as folded: within a node the same shapes are real layouts (a 4-GPU MoE tp 2 x EP 2
+    runs faster than its 2-GPU twin)."""
+    tp, dp, moe_tp, moe_ep = (_int(row.get(prefix + key)) for key in
+                              ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size"))
+    if tp is None:
+        return None
+    dp = dp or 1
+    width = tp * dp
+    if width <= GPUS_PER_NODE:
+        return None
+    if moe_tp == moe_ep and moe_tp is not None and moe_tp > 1 and width == moe_tp * moe_ep \
+            and width in (tp, dp):
+        return moe_tp
+    if tp == dp and (moe_tp or 1) == 1 and moe_ep == width:
+        return tp
+    return None
+
+
+def _unfolded(row: dict) -> dict:
+    """The row with every folded role (:func:`folded_launch`) read as the ``k``-GPU launch it
+    records: attention tp ``k`` (DP ``k`` when the record puts the width in attention DP),
+    MoE tp 1, MoE EP ``k``; a per-rank batch size is rescaled so the total stays the
+    recorded one."""
     row = dict(row)
+    for prefix in ("", "prefill_", "decode_"):
+        k = folded_launch(row, prefix)
+        if k is None:
+            continue
+        tp = _int(row.get(prefix + "tp_size"))
+        dp = _int(row.get(prefix + "attention_dp_size")) or 1
+        new_tp, new_dp = (1, k) if tp == 1 else (k, 1)
+        batch = _int(row.get(prefix + "batch_size"))
+        if batch is not None and dp != new_dp:
+            row[prefix + "batch_size"] = str(batch * dp // new_dp)
+        row[prefix + "tp_size"], row[prefix + "attention_dp_size"] = str(new_tp), str(new_dp)
+        row[prefix + "moe_tp_size"], row[prefix + "moe_ep_size"] = "1", str(k)
+    return row
+
+
+def folded_rows(rows: Iterable[dict]) -> int:
+    """How many rows have a role whose record is folded (:func:`folded_launch`)."""
+    return sum(1 for r in rows if any(folded_launch(r, p) for p in ("", "prefill_", "decode_")))
+
+
+def _completed(row: dict, read_folded: bool = True) -> dict:
+    """The row with the calibrated mode's completions (see :func:`row_request`)."""
+    row = _unfolded(row) if read_folded else dict(row)
     for prefix in ("", "prefill_", "decode_"):
         for key in ("moe_tp_size", "moe_ep_size"):
             if _int(row.get(prefix + key)) == 0:
@@ -285,7 +351,7 @@ def _reference_class(exc: BaseException) -> str:
 
 
 def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
-                calibration=None) -> Prediction:
+                calibration=None, read_folded: bool = True) -> Prediction:
     """Estimates one row (parity mode, or the calibrated mode with ``calibrated=True``)."""
     from ..serving.deployment import estimate
 
@@ -296,7 +362,7 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
         pred.error_class, pred.error_msg = "InvalidMeasurement", problem
         return pred
     try:
-        args = row_request(row, calibrated=calibrated)
+        args = row_request(row, calibrated=calibrated, read_folded=read_folded)
     except ValueError as exc:
         pred.error_class, pred.error_msg = "ValueError", str(exc)
         return pred
@@ -321,13 +387,15 @@ def predict_row(row: dict, *, calibrated: bool = False, systems_path=None,
 
 def predict_rows(rows: Iterable[dict], *, calibrated: bool = False, systems_path=None,
                  calibration=None,
-                 progress: Callable[[int], None] | None = None) -> list[Prediction]:
+                 progress: Callable[[int], None] | None = None,
+                 read_folded: bool = True) -> list[Prediction]:
     """Estimates every row; ``progress(i)`` is called after each one. ``calibration``: the
-    constants of the calibrated mode (dict or file; default the shipped ones)."""
+    constants of the calibrated mode (dict or file; default the shipped ones);
+    ``read_folded``: see :func:`row_request`."""
     out = []
     for i, row in enumerate(rows, 1):
         out.append(predict_row(row, calibrated=calibrated, systems_path=systems_path,
-                               calibration=calibration))
+                               calibration=calibration, read_folded=read_folded))
         if progress is not None:
             progress(i)
     return out
@@ -386,11 +454,28 @@ def metrics(rows: list[dict], preds: list[Prediction]) -> dict:
     return out
 
 
+def layout_class(row: dict) -> str:
+    """The row's layout class as recorded: :data:`ACROSS_NODES` when its record spans more than
+    one 8-GPU node through expert parallelism or attention DP x TP (any of ``moe_ep_size``,
+    ``prefill_moe_ep_size``, ``decode_moe_ep_size`` above :data:`GPUS_PER_NODE`, or
+    ``tp_size x attention_dp_size`` above it in any role), else :data:`WITHIN_NODE`. Read from
+    the record's columns as they are (blank attention DP: 1)."""
+    for prefix in ("", "prefill_", "decode_"):
+        ep = _int(row.get(prefix + "moe_ep_size"))
+        tp = _int(row.get(prefix + "tp_size"))
+        dp = _int(row.get(prefix + "attention_dp_size")) or 1
+        if (ep is not None and ep > GPUS_PER_NODE) or (tp is not None and tp * dp > GPUS_PER_NODE):
+            return ACROSS_NODES
+    return WITHIN_NODE
+
+
 def score(rows: list[dict], preds: list[Prediction]) -> dict:
-    """:func:`metrics` overall plus ``by_group`` (system x backend x mode) and ``by_model``."""
+    """:func:`metrics` overall plus ``by_group`` (system x backend x mode), ``by_model`` and
+    ``by_layout`` (:func:`layout_class`: within one node / across nodes)."""
     out = metrics(rows, preds)
     for name, key in (("by_group", lambda r: f"{r['system']} {r['backend']} {r['mode']}"),
-                      ("by_model", lambda r: r["model_path"])):
+                      ("by_model", lambda r: r["model_path"]),
+                      ("by_layout", layout_class)):
         groups: dict = {}
         for row, p in zip(rows, preds):
             groups.setdefault(key(row), ([], []))

@@ -4,8 +4,8 @@ deployments, and the calibrated estimate's constants fitted on them.
 ``accuracy`` estimates every row of a silicon sample (``calibration.csv`` layout, see
 ``data/silicon/README.md``) with :mod:`aic.accuracy.scoring` in parity mode or, with
 ``--calibrated``, in the calibrated mode, and prints coverage, MdAPE, MAPE, P90 APE, share
-within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by system x
-backend x mode and by model.
+within 10 % / 20 % and bias (median signed error) for TTFT and TPOT — overall, by layout
+class (within one node / across nodes), by system x backend x mode and by model.
 ``calibrate`` fits them with :mod:`aic.accuracy.calibration_fit`.
 """
 
@@ -164,13 +164,18 @@ def _write_json_file(path: str, doc: dict) -> None:
                    "(ACCURACY.md, 'Replayed estimate'). Needs the replay build.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="--replay / --combined: replay the rows in this many processes.")
+@click.option("--as-recorded", "as_recorded", is_flag=True,
+              help="With --calibrated: price every row's layout as written, also records that "
+                   "fold a k-GPU 'tp k, ep k' launch into k x k GPUs across nodes (by default "
+                   "read as the launch, ACCURACY.md 'Deployments that span nodes'); for samples "
+                   "whose multi-node rows are real wide-EP deployments.")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Write the per-row predictions to this CSV.")
 @click.option("--allow-partial", is_flag=True, help=_ALLOW_PARTIAL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
 def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combined, jobs,
-                 out_file, allow_partial, as_json):
+                 as_recorded, out_file, allow_partial, as_json):
     """Estimates every measured deployment of ROWS and reports how close the estimate is."""
     from ..accuracy import scoring as accuracy
     from ..serving.deployment import load_calibration
@@ -178,6 +183,12 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
     calibration = None
     if calibration_file and not calibrated:
         raise click.UsageError("--calibration needs --calibrated")
+    if as_recorded and not calibrated:
+        raise click.UsageError("--as-recorded needs --calibrated (parity mode always prices the "
+                               "record as written, as the reference does)")
+    if as_recorded and (replayed or combined):
+        raise click.UsageError("--as-recorded applies to the closed form; drop --replay / "
+                               "--combined")
     if replayed and combined:
         raise click.UsageError("--replay and --combined are two estimates: give one")
     if combined and not calibrated:
@@ -204,7 +215,8 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
     preds = []
     if not replayed:
         preds = accuracy.predict_rows(rows, calibrated=calibrated, calibration=calibration,
-                                      systems_path=systems_path, progress=progress)
+                                      systems_path=systems_path, progress=progress,
+                                      read_folded=not as_recorded)
     if replayed or combined:
         from ..accuracy import replayed as replay_estimate
         offset = len(preds)
@@ -221,6 +233,8 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
         figures["replayed_rows"] = sum(p.extra.get("estimate") == "replay" for p in preds)
     report_accepted_skips(skipped, "rows not scored (--allow-partial): their measurements "
                                    "cannot score an estimate")
+    folded = accuracy.folded_rows(rows) if calibrated and not as_recorded else 0
+    figures["folded_read_as_launch"] = folded
     if as_json:
         click.echo(dumps(figures, indent=2))
         return
@@ -235,10 +249,15 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
                f"{_pct(figures['ttft_p90_ape'])} %, bias {_pct(figures['ttft_bias'])} %; "
                f"TPOT MdAPE {_pct(figures['tpot_mdape'])} %, P90 APE "
                f"{_pct(figures['tpot_p90_ape'])} %, bias {_pct(figures['tpot_bias'])} %")
+    if folded:
+        click.echo(f"{folded} rows record a k-GPU 'tp k, ep k' launch folded into k x k GPUs "
+                   f"across nodes and were read as the launch (--as-recorded prices them as "
+                   f"written)")
     click.echo("")
     for line in format_table("overall", [("all", figures)]):
         click.echo(line)
-    for key, title in (("by_group", "system backend mode"), ("by_model", "model")):
+    for key, title in (("by_layout", "layout"), ("by_group", "system backend mode"),
+                       ("by_model", "model")):
         click.echo("")
         for line in format_table(title, list(figures[key].items())):
             click.echo(line)
@@ -256,10 +275,14 @@ def accuracy_cmd(ctx, rows_file, calibrated, calibration_file, replayed, combine
               help="Judge few-shot calibration instead of fitting one file: per deployment "
                    "series of ROWS (>= 5 priced rows), fit on N points spread over its "
                    "concurrency and score its other rows (ACCURACY.md). Writes no constants.")
+@click.option("--as-recorded", "as_recorded", is_flag=True,
+              help="Fit on every row's layout as written, also records that fold a k-GPU "
+                   "'tp k, ep k' launch into k x k GPUs across nodes (by default read as the "
+                   "launch, ACCURACY.md 'Deployments that span nodes').")
 @click.option("--allow-partial", is_flag=True, help=_ALLOW_PARTIAL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON.")
 @click.pass_context
-def calibrate_cmd(ctx, rows_file, out_file, cv, shots, allow_partial, as_json):
+def calibrate_cmd(ctx, rows_file, out_file, cv, shots, as_recorded, allow_partial, as_json):
     """Fits the calibrated estimate's constants on the measured deployments of ROWS.
 
     The constants file then serves `estimate --calibrated --calibration OUT` and
@@ -277,6 +300,9 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, allow_partial, as_json):
 
     systems_path = chosen_systems_path(ctx, None)
     if shots is not None:
+        if as_recorded:
+            raise click.UsageError("--few-shot reads the rows as `calibrate` does by default; "
+                                   "drop --as-recorded")
         if out_file or cv:
             raise click.UsageError("--few-shot fits one constants file per series and writes "
                                    "none; drop --out and --cv (its figures include the "
@@ -294,7 +320,8 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, allow_partial, as_json):
     progress = _Progress(len(rows))
     try:
         fs, model = calibration_fit.fit_rows(rows, systems_path=systems_path, progress=progress,
-                                             source=rows_file, allow_partial=allow_partial)
+                                             source=rows_file, allow_partial=allow_partial,
+                                             read_folded=not as_recorded)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -302,11 +329,14 @@ def calibrate_cmd(ctx, rows_file, out_file, cv, shots, allow_partial, as_json):
     doc = calibration_fit.document(model, rows_file, len(rows))
     _write_json_file(out_file, doc)
     fitted = accuracy.score(rows, accuracy.predict_rows(rows, calibrated=True, calibration=doc,
-                                                        systems_path=systems_path))
-    figures = {"fitted": fitted, "groups": len(doc["groups"]), "out": out_file}
+                                                        systems_path=systems_path,
+                                                        read_folded=not as_recorded))
+    figures = {"fitted": fitted, "groups": len(doc["groups"]), "out": out_file,
+               "folded_read_as_launch": 0 if as_recorded else accuracy.folded_rows(rows)}
     if cv:
         try:
-            held_out = calibration_fit.native_cross_validation(rows, fs, systems_path=systems_path)
+            held_out = calibration_fit.native_cross_validation(rows, fs, systems_path=systems_path,
+                                                               read_folded=not as_recorded)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         figures["cv"] = accuracy.score(rows, held_out)
