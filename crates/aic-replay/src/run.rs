@@ -372,7 +372,8 @@ impl Replay {
             adapters: Default::default(),
             max_sim_time_ms: self.options.max_sim_time_ms,
             max_in_flight: lowered.max_in_flight,
-            record_per_request: self.options.per_request,
+            // The warm-up needs every request's record to leave the first arrivals out.
+            record_per_request: self.options.per_request || self.options.warmup_requests > 0,
             sla: Default::default(),
             requests: lowered.requests,
         }

@@ -7,8 +7,12 @@ mod common;
 use aic_replay::{Lengths, Replay, ReplayError, ReplayOptions, Role};
 
 fn run(warmup_requests: usize) -> Result<aic_replay::ReplayReport, ReplayError> {
+    run_with(warmup_requests, true)
+}
+
+fn run_with(warmup_requests: usize, per_request: bool) -> Result<aic_replay::ReplayReport, ReplayError> {
     let workload = common::closed_loop(24, 8, Lengths::Fixed(2048), Lengths::Fixed(32), 0);
-    let options = ReplayOptions { per_request: true, warmup_requests, ..ReplayOptions::default() };
+    let options = ReplayOptions { per_request, warmup_requests, ..ReplayOptions::default() };
     Ok(Replay::aggregated(common::role(Role::Aggregated), 1, workload).with_options(options).run()?.report)
 }
 
@@ -30,6 +34,17 @@ fn warmup_requests_leave_the_first_arrivals_out() {
     assert_eq!(steady.ttft_ms.max, kept.iter().cloned().fold(f64::MIN, f64::max));
     // The first wave queues behind each other's prefills: leaving it out lowers the tail.
     assert!(steady.ttft_ms.max <= all.ttft_ms.max);
+}
+
+#[test]
+fn warmup_does_not_need_per_request_output() {
+    // The figures are the same whether the report keeps the per-request records or not.
+    let kept = run_with(8, true).unwrap();
+    let lean = run_with(8, false).unwrap();
+    assert!(lean.per_request.is_empty());
+    assert_eq!(kept.ttft_ms, lean.ttft_ms);
+    assert_eq!(kept.tpot_ms, lean.tpot_ms);
+    assert_eq!(kept.e2e_ms, lean.e2e_ms);
 }
 
 #[test]
