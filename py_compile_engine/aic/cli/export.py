@@ -11,7 +11,7 @@ import sys
 import click
 
 from .common import CONTEXT_SETTINGS, chosen_systems_path
-from .replay import layout_options
+from .replay import engine_options, layout_options
 
 #: The layout parameters that ``--deployment FILE`` replaces.
 _LAYOUT_PARAMS = ("model", "system", "backend", "backend_version", "mode", "tp_size", "pp_size",
@@ -76,16 +76,7 @@ def _deployment(ctx: click.Context, deployment_file, model, system, backend, lay
 @click.option("--out", "out_dir", required=True,
               help="The folder to write (created; must be new or empty unless --force).")
 @click.option("--force", is_flag=True, help="Replace a non-empty --out folder.")
-@click.option("--block-size", type=click.IntRange(min=1), default=None,
-              help="KV block size, tokens (default: the backend's).")
-@click.option("--gpu-memory-fraction", type=float, default=None,
-              help="KV-cache memory fraction (default: the backend's).")
-@click.option("--num-gpu-blocks", type=click.IntRange(min=1), default=None,
-              help="KV blocks per rank, instead of aic's memory model.")
-@click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
-              help="Scheduler: concurrent sequences per rank.")
-@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
-              help="Scheduler: token budget of one pass.")
+@engine_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.option("--systems-path", "local_systems_path", default=None,
               help="Systems root (overrides the global option / AIC_SYSTEMS_PATH).")

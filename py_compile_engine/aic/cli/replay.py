@@ -53,6 +53,29 @@ _LAYOUT_OPTIONS = [
 ]
 
 
+#: The KV-capacity and scheduler flags of ``replay`` (and ``export dynamo``).
+_ENGINE_OPTIONS = (
+    click.option("--block-size", type=click.IntRange(min=1), default=None,
+                 help="KV block size, tokens (default: the backend's)."),
+    click.option("--gpu-memory-fraction", type=float, default=None,
+                 help="KV-cache memory fraction (default: the backend's)."),
+    click.option("--num-gpu-blocks", type=click.IntRange(min=1), default=None,
+                 help="KV blocks per rank, instead of aic's memory model."),
+    click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+                 help="Scheduler: concurrent sequences per rank."),
+    click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
+                 help="Scheduler: token budget of one pass."),
+)
+
+
+def engine_options(fn):
+    """The KV-capacity and scheduler flags (``--block-size`` … ``--max-num-batched-tokens``);
+    their values are :func:`aic.serving.replay.replay`'s keyword arguments of the same names."""
+    for option in reversed(_ENGINE_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
 def layout_options(fn):
     """The deployment layout flags of ``replay`` (and ``export dynamo``): backend version, mode,
     parallel sizes, quant modes, worker counts and the per-role disagg sizes; their values are
@@ -106,16 +129,7 @@ def _refuse_options_without_effect(ctx, mode: str, trace) -> None:
               help="Tokens per hash_ids entry of the trace.")
 @click.option("--speedup", type=float, default=None,
               help="--trace: divide the inter-arrival times by this factor.")
-@click.option("--block-size", type=click.IntRange(min=1), default=None,
-              help="KV block size, tokens (default: the backend's).")
-@click.option("--gpu-memory-fraction", type=float, default=None,
-              help="KV-cache memory fraction (default: the backend's).")
-@click.option("--num-gpu-blocks", type=click.IntRange(min=1), default=None,
-              help="KV blocks per rank, instead of aic's memory model.")
-@click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
-              help="Scheduler: concurrent sequences per rank.")
-@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=None,
-              help="Scheduler: token budget of one pass.")
+@engine_options
 @click.option("--calibrated", is_flag=True,
               help="Calibrated step times: each role takes the step part of its calibration "
                    "group and every request the group's TTFT overhead (ACCURACY.md).")

@@ -267,22 +267,7 @@ pub fn ctx_tokens_list(isl: u32) -> Vec<u32> {
     let cmax = 8192_u64.max(2 * isl64);
     let s1 = isl64.max(512);
     let s2 = (1024_u64.max(s1).max(cmax / 8) as f64 / isl64 as f64).ceil() as u64 * isl64;
-    let mut out = Vec::new();
-    let mut v = 0_u64;
-    loop {
-        v += if v < 8192 { s1 } else { s2 };
-        if v > cmax {
-            break;
-        }
-        out.push(v);
-    }
-    for extra in [isl64, 2 * isl64] {
-        if !out.contains(&extra) {
-            out.push(extra);
-        }
-    }
-    out.sort_unstable();
-    out.into_iter().map(|x| x as u32).collect()
+    ctx_grid(isl64, cmax, s1, s2)
 }
 
 /// Agg context-token budgets with chunked prefill (spec 51 §6.7): 512-token steps up to
@@ -291,7 +276,12 @@ pub fn ctx_tokens_list_chunked(isl: u32) -> Vec<u32> {
     let isl64 = u64::from(isl.max(1));
     let cmax = 8192_u64.max(2 * isl64);
     let s1 = 512_u64;
-    let s2 = 1024_u64.max(s1).max(cmax / 8);
+    ctx_grid(isl64, cmax, s1, 1024_u64.max(s1).max(cmax / 8))
+}
+
+/// The ctx-token walk both grids share: from 0, `s1` steps while below 8192, then `s2` steps,
+/// up to `cmax`; plus `isl` and `2·isl`; sorted.
+fn ctx_grid(isl: u64, cmax: u64, s1: u64, s2: u64) -> Vec<u32> {
     let mut out = Vec::new();
     let mut v = 0_u64;
     loop {
@@ -301,7 +291,7 @@ pub fn ctx_tokens_list_chunked(isl: u32) -> Vec<u32> {
         }
         out.push(v);
     }
-    for extra in [isl64, 2 * isl64] {
+    for extra in [isl, 2 * isl] {
         if !out.contains(&extra) {
             out.push(extra);
         }
