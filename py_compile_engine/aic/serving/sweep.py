@@ -8,20 +8,11 @@ the Pareto fronts and the picks in Rust, in parallel over layouts.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 
-from .. import paths
 from ..compiler.parallel import CP_FAMILIES
-from .._native import native
 from ..validation import check_sweep_args
-from .deployment import (
-    NoFeasibleConfigError,
-    _resolve_nextn,
-    build_worker,
-    resolve_version,
-)
 
 NUM_GPUS = (1, 2, 4, 8, 16)
 
@@ -80,21 +71,6 @@ def parallel_layouts(is_moe: bool, backend: str, total_gpus: int,
     return out
 
 
-def _prefetch(root, system: str, backend: str, version, database_mode) -> None:
-    """Starts loading the database's GEMM and communication tables in the background
-    (``aic._aic.prefetch_tables``), so the load overlaps the compile of the layouts instead of
-    following it. Best effort: the engines load whatever is not loaded yet."""
-    from ..compiler.spec_builder import shared_layer_enabled
-
-    if version is None:
-        return
-    try:
-        native().prefetch_tables(str(root), system, backend, version,
-                                 bool(shared_layer_enabled(database_mode)))
-    except Exception:  # noqa: BLE001 - an older native module, or no data: nothing to warm
-        pass
-
-
 def sweep(
     model_path,
     total_gpus: int,
@@ -121,6 +97,13 @@ def sweep(
     moe_quant_mode: str | None = None,
     comm_quant_mode: str | None = None,
     systems_path: str | os.PathLike | None = None,
+    decode_system: str | None = None,
+    serving_mode: str = "auto",
+    transfer_policy=None,
+    attention_backend: str | None = None,
+    enable_chunked_prefill: bool = False,
+    inclusive_tpot: bool = False,
+    warnings: list | None = None,
 ) -> dict:
     """Best deployments of ``model_path`` on ``total_gpus`` GPUs of ``system``.
 
@@ -130,66 +113,37 @@ def sweep(
     of TPOT limits so the Pareto front covers every latency). With ``request_latency`` (ms)
     the sweep scans (TTFT, TPOT) pairs that fit it instead.
 
+    The planning knobs of spec 51: ``backend="auto"`` (every backend with data, experiments
+    ``agg_<backend>`` / ``disagg_<backend>``, merged per mode), ``serving_mode`` (``auto``,
+    ``agg``, ``disagg``), ``decode_system`` (disagg decode workers on another GPU type),
+    ``database_mode``, ``transfer_policy``, ``strict_sla``, ``free_gpu_memory_fraction``,
+    ``max_seq_len`` (agg only), ``attention_backend``, ``enable_chunked_prefill``,
+    ``inclusive_tpot`` and ``nextn="auto"``. This is a thin wrapper of
+    :func:`aic.serving.planning.plan_sweep`.
+
     Returns ``{"chosen_exp", "best_throughputs", "best_latencies", "outcomes",
-    "best_configs", "pareto_fronts", "candidates"}``; the last three map each experiment to
-    a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
+    "best_configs", "pareto_fronts", "candidates", "tasks"}``; the tables map each experiment
+    to a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
     ``parallel``, batch sizes, ...), ready for ``pandas.DataFrame``. Raises
     :class:`aic.serving.NoFeasibleConfigError` (a ``RuntimeError``) when nothing fits.
     """
-    from ..compiler import families
-    from ..compiler.hf_config import load_model_config
+    from .deployment import _resolve_nextn
 
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     check_sweep_args(dict(locals()))
-    root = paths.systems_dir(systems_path)
-    version = resolve_version(root, system, backend, backend_version, database_mode)
-    _prefetch(root, system, backend, version, database_mode)
-    family = load_model_config(model_path).family
-    is_moe = family in families.MOE_FAMILIES
-    overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
-                 "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
-                 "comm_quant_mode": comm_quant_mode}
+    from .planning import plan_sweep
 
-    memo: dict = {}
-
-    def layout(sizes, runs_context):
-        try:
-            w = build_worker(model_path, system, backend, version, root, sizes, overrides, nextn,
-                             runs_context, sweep=True, database_mode=database_mode,
-                             moe_label_default=1, memo=memo)
-            return {"worker": w}
-        except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
-            return {"error": f"{type(exc).__name__}: {exc}"}
-
-    # The compile allocates many small, acyclic objects: cyclic garbage collection passes
-    # during it find nothing and cost a noticeable share of a short sweep.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        context_layouts = [layout(s, True) for s in
-                           parallel_layouts(is_moe, backend, total_gpus,
-                                            cp_sizes(family, backend, True))]
-        decode_layouts = ([layout(s, False) for s in parallel_layouts(is_moe, backend, total_gpus)]
-                          if total_gpus >= 2 else None)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    request = {
-        "total_gpus": total_gpus, "isl": isl, "osl": osl, "prefix": prefix, "ttft": float(ttft),
-        "tpot": float(tpot), "request_latency": request_latency, "nextn_accepted": accepted,
-        "free_gpu_memory_fraction": free_gpu_memory_fraction, "max_seq_len": max_seq_len,
-        "top_n": top_n, "strict_sla": strict_sla, "agg": context_layouts,
-    }
-    if total_gpus >= 2:
-        request["prefill"] = context_layouts
-        request["decode"] = decode_layouts
-    try:
-        text = native().serving_sweep(json.dumps(request, allow_nan=False), str(root))
-    except RuntimeError as exc:
-        if str(exc).startswith("No feasible configurations"):
-            raise NoFeasibleConfigError(str(exc)) from None
-        raise
-    return json.loads(text)
+    return plan_sweep(
+        model_path, total_gpus, system, backend, backend_version, decode_system=decode_system,
+        serving_mode=serving_mode, isl=isl, osl=osl, ttft=ttft, tpot=tpot,
+        request_latency=request_latency, prefix=prefix, nextn=nextn, nextn_accepted=accepted,
+        strict_sla=strict_sla, free_gpu_memory_fraction=free_gpu_memory_fraction,
+        max_seq_len=max_seq_len, top_n=top_n, database_mode=database_mode,
+        transfer_policy=transfer_policy, attention_backend=attention_backend,
+        enable_chunked_prefill=enable_chunked_prefill, inclusive_tpot=inclusive_tpot,
+        gemm_quant_mode=gemm_quant_mode, kvcache_quant_mode=kvcache_quant_mode,
+        fmha_quant_mode=fmha_quant_mode, moe_quant_mode=moe_quant_mode,
+        comm_quant_mode=comm_quant_mode, systems_path=systems_path, warnings=warnings)
 
 
 # ------------------------------------------------------------------------------------ parity

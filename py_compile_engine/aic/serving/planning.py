@@ -1,0 +1,645 @@
+"""The planning layer (spec 51): experiments built from a request, run through the native sweep.
+
+An **experiment** is one resolved search: a serving mode, a GPU budget, the workload and SLA,
+the sweep knobs (database mode, transfer policy, memory fraction, ...) and, per role (``agg``,
+or ``prefill`` and ``decode``), where the role runs (model, system, backend, version, quant
+modes) and its candidate lists. Three entry points build experiments:
+
+* :func:`plan_sweep` — the reference's ``cli default``: one backend or ``auto`` (§1), a
+  serving-mode restriction (§2), a decode role on another system (§3), every knob of §6;
+* :func:`recommend` — the fewest GPUs that carry a load target (§4): the same experiments
+  rebuilt up a budget ladder, picked by load match;
+* :func:`run_experiments` — ``cli exp`` YAML files (§5, :mod:`aic.serving.experiments`).
+
+Every experiment's layouts are compiled here (one spec per tuple and role, each role for its
+own system, backend and version: mixed GPU types are per-role systems, not a special case) and
+all of them go to the native ``serving_plan`` in one call, which evaluates, picks, merges and
+chooses. Nothing here computes a latency. Plain classes and dicts: no dataclasses on this path.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+
+from .. import paths
+from .._native import native
+from .deployment import NoFeasibleConfigError, _resolve_nextn, build_worker
+from .search_space import LIST_NAMES, default_lists, enumerate_tuples, powers_of_two_upto
+
+#: Backends ``--backend auto`` sweeps, in the reference's order (spec 51 §1.1).
+AUTO_BACKEND_ORDER = ("trtllm", "sglang", "vllm")
+BACKENDS = ("trtllm", "vllm", "sglang")
+#: ``serving_mode`` values and the modes they build (§2).
+SERVING_MODES = {"auto": ("agg", "disagg"), "agg": ("agg",), "disagg": ("disagg",)}
+DATABASE_MODES = ("SILICON", "HYBRID", "EMPIRICAL", "SOL")
+#: The empirical transfer kinds and presets of §6.2.
+TRANSFER_KINDS = ("xop", "xprofile", "xquant", "xshape")
+TRANSFER_PRESETS = {"aggressive": TRANSFER_KINDS, "balanced": ("xshape", "xquant"),
+                    "conservative": ("xshape",), "off": ()}
+#: Attention backends an experiment accepts (§6.6).
+ATTENTION_BACKENDS = ("fa3", "triton", "trtllm_mha", "flashinfer", "fla", "default")
+#: Allowed disagg replica sizes by default (spec 50 §9.1).
+DEFAULT_REPLICA_SIZES = [1, 2, 4, 8] + list(range(16, 129, 8))
+#: The disagg search settings of an experiment and their defaults (§5.2).
+DISAGG_DEFAULTS = {
+    "num_gpu_per_replica": None, "max_gpu_per_replica": 128, "max_prefill_workers": 32,
+    "max_decode_workers": 32, "prefill_max_batch_size": 1, "decode_max_batch_size": 512,
+    "prefill_latency_correction": 1.1, "decode_latency_correction": 1.08,
+    "rate_match_prefill_degradation": 0.9, "rate_match_decode_degradation": 0.92,
+    "autoscale_ttft_correction_factor": 1.8,
+}
+#: Error classes that make ``recommend`` try a larger budget (§4.2 step 5).
+GPU_RETRIABLE = ("InsufficientMemoryError", "KVCacheCapacityError")
+#: ``recommend``'s largest budget (§4.2 step 3).
+MAX_RECOMMEND_GPUS = 64
+QUANT_NAMES = ("gemm", "moe", "kvcache", "fmha", "comm")
+ROLES_OF_MODE = {"agg": ("agg",), "disagg": ("prefill", "decode")}
+
+NO_FEASIBLE_DEFAULT = "No feasible configurations found for the given parameters."
+NO_FEASIBLE_EXP = "No feasible configurations found for the given experiments."
+NO_FEASIBLE_LOAD = "No feasible GPU configuration found for the given load target."
+
+
+class PlanningError(ValueError):
+    """A planning request that cannot be built (the reference exits with status 1 here): no
+    backend with data, a decode system without the backend's data, both or neither of a GPU
+    budget and a load target, ... The message names the argument or field and the fix."""
+
+
+# ------------------------------------------------------------------------------ small checks
+
+
+def parse_transfer_policy(value) -> list[str] | None:
+    """§6.2: ``None`` (every kind), a preset, a kind, a comma-separated list or a list of them,
+    case-insensitive, to the sorted list of kinds enabled. ``ValueError`` names the bad token."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        tokens = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        tokens = list(value)
+    else:
+        raise ValueError(f"transfer_policy must be a string or a list of strings, got {value!r}")
+    kinds: set = set()
+    for token in tokens:
+        t = str(token).strip().lower()
+        if t in TRANSFER_PRESETS:
+            kinds.update(TRANSFER_PRESETS[t])
+        elif t in TRANSFER_KINDS:
+            kinds.add(t)
+        else:
+            raise ValueError(f"unknown transfer kind/preset '{t}'; valid kinds: "
+                             f"{', '.join(TRANSFER_KINDS)}; presets: "
+                             f"{', '.join(sorted(TRANSFER_PRESETS))}")
+    return sorted(kinds)
+
+
+def check_attention_backend(value) -> None:
+    """§6.6: the accepted names (whether the backend has the lane is the compile's question)."""
+    if value is not None and value not in ATTENTION_BACKENDS:
+        names = ", ".join(repr(n) for n in ATTENTION_BACKENDS)
+        raise ValueError(f"attention_backend must be one of {names}, got {value!r}.")
+
+
+def check_load_target(target_request_rate, target_concurrency) -> dict:
+    """§4.1 validation steps 1-2: exactly one target, a positive finite number. Returns the
+    native request's ``load_target``."""
+    if (target_request_rate is None) == (target_concurrency is None):
+        raise ValueError("Exactly one of target_request_rate or target_concurrency must be "
+                         "provided.")
+    name, value = (("request_rate", target_request_rate) if target_request_rate is not None
+                   else ("concurrency", target_concurrency))
+    if isinstance(value, bool):
+        raise ValueError(f"Load target must be a positive finite number, got {value!r}.")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"Load target must be a positive finite number, got {value!r}.") \
+            from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"Load target must be a positive finite number, got {v!r}.")
+    return {name: v}
+
+
+def _check_database_mode(value) -> str:
+    mode = str(value).upper() if isinstance(value, str) else value
+    if mode not in DATABASE_MODES:
+        raise PlanningError(f"database_mode: {value!r} is not one of "
+                            f"{', '.join(DATABASE_MODES)}")
+    return mode
+
+
+def _error(exc: BaseException) -> dict:
+    return {"type": type(exc).__name__, "message": str(exc)}
+
+
+# ------------------------------------------------------------------------------ data questions
+
+
+def backend_versions(root, system: str, backend: str, version) -> str | None:
+    """The literal version the (system, backend) database resolves ``version`` to (``None``:
+    the current slot), or ``None`` when the system holds no such database."""
+    try:
+        literal, _ = native().resolve_backend_version(str(root), system, backend, version)
+    except (ValueError, RuntimeError, OSError):
+        return None
+    return literal
+
+
+def gpus_per_node(root, system: str) -> int:
+    """``node.num_gpus_per_node`` of the system file (``recommend``'s first budget, §4.2)."""
+    import yaml
+
+    path = os.path.join(str(root), f"{system}.yaml")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+        n = int(doc["node"]["num_gpus_per_node"])
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+        raise PlanningError(f"system: cannot read node.num_gpus_per_node of {system!r} "
+                            f"({path}); check the system name or --systems-path") from None
+    if n < 1:
+        raise PlanningError(f"system: {system!r} has num_gpus_per_node {n}")
+    return n
+
+
+# ------------------------------------------------------------------------------ experiments
+
+
+class RoleSpace:
+    """Where one role of an experiment runs and what it searches: the model, system, backend,
+    version (``None``: the current slot of (system, backend)), explicit quant modes (``None``
+    values: from the checkpoint) and the candidate lists (``None`` values: the defaults)."""
+
+    __slots__ = ("model", "system", "backend", "version", "quant", "lists")
+
+    def __init__(self, model, system, backend, version=None, quant=None, lists=None):
+        self.model = model
+        self.system = system
+        self.backend = backend
+        self.version = version
+        self.quant = {k: None for k in QUANT_NAMES}
+        self.quant.update(quant or {})
+        self.lists = dict(lists or {})
+
+    def copy(self) -> "RoleSpace":
+        return RoleSpace(self.model, self.system, self.backend, self.version, dict(self.quant),
+                         {k: list(v) for k, v in self.lists.items()})
+
+
+class Experiment:
+    """One experiment (spec 51 §0.1). ``error`` set: it failed before sweeping (a validation
+    error), and that is its outcome."""
+
+    def __init__(self, name, mode, total_gpus, workload, knobs, roles, disagg=None):
+        self.name = name
+        self.mode = mode
+        self.total_gpus = total_gpus
+        self.workload = dict(workload)     # isl, osl, prefix, ttft, tpot, request_latency
+        self.knobs = dict(knobs)           # database_mode, transfer_policy, ... (see KNOBS)
+        self.roles = roles                 # {role: RoleSpace}
+        self.disagg = dict(DISAGG_DEFAULTS, **(disagg or {})) if mode == "disagg" else None
+        self.error = None
+        self.resolved: dict = {}           # role -> {"version", "quant", "lists"}
+
+    @property
+    def backend(self) -> str:
+        """The experiment's backend (the agg role's, or the prefill role's)."""
+        return self.roles[ROLES_OF_MODE[self.mode][0]].backend
+
+    def copy(self) -> "Experiment":
+        e = Experiment(self.name, self.mode, self.total_gpus, self.workload, self.knobs,
+                       {k: r.copy() for k, r in self.roles.items()},
+                       dict(self.disagg) if self.disagg else None)
+        e.error = self.error
+        return e
+
+
+#: Knobs shared by every role of an experiment, with their defaults.
+KNOBS = {"database_mode": "SILICON", "transfer_policy": None, "free_gpu_memory_fraction": None,
+         "max_seq_len": None, "nextn": 0, "nextn_accepted": None, "attention_backend": None,
+         "enable_chunked_prefill": False}
+
+
+def _model_facts(model_path):
+    from ..compiler import families
+    from ..compiler.hf_config import load_model_config
+
+    family = load_model_config(model_path).family
+    return family, family in families.MOE_FAMILIES
+
+
+class _Compiler:
+    """Compiles the layouts of every experiment, sharing workers between experiments whose role
+    resolves to the same (model, system, backend, version, database mode, ...)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.memos: dict = {}
+
+    def _prefetch(self, system, backend, version, database_mode) -> None:
+        """Starts loading the database's GEMM and communication tables in the background, so
+        the load overlaps the compile of the layouts. Best effort."""
+        from ..compiler.spec_builder import shared_layer_enabled
+
+        if version is None:
+            return
+        try:
+            native().prefetch_tables(str(self.root), system, backend, version,
+                                     bool(shared_layer_enabled(database_mode)))
+        except Exception:  # noqa: BLE001 - an older native module, or no data: nothing to warm
+            pass
+
+    def layouts(self, exp: Experiment, role: str) -> list[dict]:
+        space = exp.roles[role]
+        runs_context = role != "decode"
+        family, is_moe = _model_facts(space.model)
+        k = exp.knobs
+        version = backend_versions(self.root, space.system, space.backend, space.version)
+        if version is None and space.version is not None:
+            version = space.version
+        lists = default_lists(is_moe=is_moe, family=family, backend=space.backend,
+                              system=space.system, runs_context=runs_context,
+                              total_gpus=exp.total_gpus)
+        for name, given in space.lists.items():
+            if given is not None:
+                lists[name] = list(given)
+        lists["num_gpu"] = [n for n in lists["num_gpu"] if n <= exp.total_gpus]
+        policy = k["transfer_policy"]
+        memo_key = (str(space.model), space.system, space.backend, version, k["database_mode"],
+                    k["attention_backend"], k["nextn"], tuple(sorted(space.quant.items())),
+                    None if policy is None else tuple(policy))
+        if memo_key not in self.memos:
+            self._prefetch(space.system, space.backend, version, k["database_mode"])
+        memo = self.memos.setdefault(memo_key, {})
+        overrides = {f"{q}_quant_mode": v for q, v in space.quant.items()}
+        out, labels = [], None
+        for sizes in enumerate_tuples(lists, is_moe=is_moe, backend=space.backend):
+            try:
+                w = build_worker(space.model, space.system, space.backend, version, self.root,
+                                 sizes, overrides, k["nextn"], runs_context, sweep=True,
+                                 database_mode=k["database_mode"],
+                                 attention_backend=k["attention_backend"],
+                                 moe_label_default=1, memo=memo)
+                if policy is not None and not w.get("_policy"):
+                    spec = json.loads(w["spec"]) if isinstance(w["spec"], str) else w["spec"]
+                    spec["engine"]["transfer_policy"] = list(policy)
+                    w["spec"] = json.dumps(spec)
+                    w["_policy"] = True
+                labels = labels or w["labels"]
+                out.append({"worker": {kk: v for kk, v in w.items() if kk != "_policy"}})
+            except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
+                out.append({"error": f"{type(exc).__name__}: {exc}"})
+        exp.resolved[role] = {"version": version, "lists": lists,
+                              "quant": {q: (labels or {}).get(q, space.quant[q])
+                                        for q in QUANT_NAMES}}
+        return out
+
+
+def _sweep_request(exp: Experiment, compiler: _Compiler, load_target, strict_sla, top_n,
+                   inclusive_tpot) -> dict:
+    """The native ``serving_sweep`` request of one experiment."""
+    w, k = exp.workload, exp.knobs
+    request = {
+        "total_gpus": exp.total_gpus, "isl": w["isl"], "osl": w["osl"], "prefix": w["prefix"],
+        "ttft": float(w["ttft"]), "tpot": float(w["tpot"]),
+        "request_latency": w.get("request_latency"),
+        "nextn_accepted": k["nextn_accepted"] if k["nextn"] else None,
+        "free_gpu_memory_fraction": k["free_gpu_memory_fraction"],
+        "max_seq_len": k["max_seq_len"], "top_n": top_n, "strict_sla": bool(strict_sla),
+        "modes": [exp.mode], "agg": [], "prefill": [], "decode": [],
+        "enable_chunked_prefill": bool(k["enable_chunked_prefill"]) and exp.mode == "agg",
+        "inclusive_tpot": bool(inclusive_tpot),
+    }
+    if load_target is not None:
+        request["load_target"] = load_target
+    if exp.mode == "agg":
+        request["agg"] = compiler.layouts(exp, "agg")
+    else:
+        request["prefill"] = compiler.layouts(exp, "prefill")
+        request["decode"] = compiler.layouts(exp, "decode")
+        d = dict(exp.disagg)
+        if d["num_gpu_per_replica"] is None:
+            d["num_gpu_per_replica"] = list(DEFAULT_REPLICA_SIZES)
+        request["disagg_options"] = d
+    return request
+
+
+def _check_disagg_options(exp: Experiment) -> None:
+    d = exp.disagg
+    for name in ("rate_match_prefill_degradation", "rate_match_decode_degradation"):
+        v = d[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {v}.")
+    if exp.total_gpus < 2:
+        raise ValueError(f"total_gpus must be greater than 2 for disagg, got {exp.total_gpus}")
+
+
+def run_plan(experiments: list[Experiment], *, merge: bool, load_target=None,
+             strict_sla=False, top_n=5, inclusive_tpot=False, systems_path=None) -> dict:
+    """Runs the experiments (spec 51 §0.2) through one native ``serving_plan`` call and returns
+    its answer (``chosen_exp``, ``best_throughputs``, ``best_latencies``, ``outcomes``,
+    ``best_configs``, ``pareto_fronts``, ``candidates``), ``outcomes`` listing every experiment
+    in build order (those that failed validation included). Never raises for an experiment's
+    failure; ``chosen_exp`` is ``"none"`` when no experiment has rows."""
+    root = paths.systems_dir(systems_path)
+    compiler = _Compiler(root)
+    sweeps, early = [], {}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the compile allocates many small acyclic objects (see sweep.py)
+    try:
+        for exp in experiments:
+            if exp.error is None and exp.mode == "disagg":
+                try:
+                    _check_disagg_options(exp)
+                except ValueError as exc:
+                    exp.error = _error(exc)
+            if exp.error is None:
+                try:
+                    check_attention_backend(exp.knobs["attention_backend"])
+                except ValueError as exc:
+                    exp.error = _error(exc)
+            if exp.error is not None:
+                early[exp.name] = exp.error
+                continue
+            request = _sweep_request(exp, compiler, load_target, strict_sla, top_n,
+                                     inclusive_tpot)
+            sweeps.append({"request": request, "names": {exp.mode: exp.name},
+                           "backend": exp.backend})
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if sweeps:
+        text = native().serving_plan(json.dumps({"sweeps": sweeps, "merge": bool(merge)},
+                                                allow_nan=False), str(root))
+        out = json.loads(text)
+    else:
+        out = {"chosen_exp": "none", "best_throughputs": {}, "best_latencies": {},
+               "outcomes": {}, "best_configs": {}, "pareto_fronts": {}, "candidates": {}}
+        if inclusive_tpot:
+            out["inclusive_best_configs"], out["inclusive_pareto_fronts"] = {}, {}
+    native_outcomes = out.get("outcomes") or {}
+    out["outcomes"] = {e.name: early.get(e.name, native_outcomes.get(e.name))
+                       for e in experiments}
+    return out
+
+
+def tasks_of(experiments: list[Experiment]) -> dict:
+    """The resolved fields of each experiment (the goldens' ``tasks``, with the reference's
+    key names for what aic resolves)."""
+    out = {}
+    for exp in experiments:
+        w, k = exp.workload, exp.knobs
+        t = {"serving_mode": exp.mode, "total_gpus": exp.total_gpus, **w,
+             "database_mode": k["database_mode"], "transfer_policy": k["transfer_policy"],
+             "free_gpu_memory_fraction": k["free_gpu_memory_fraction"],
+             "max_seq_len": k["max_seq_len"], "nextn": k["nextn"],
+             "nextn_accepted": k["nextn_accepted"], "attention_backend": k["attention_backend"],
+             "enable_chunked_prefill": bool(k["enable_chunked_prefill"])}
+        for role, space in exp.roles.items():
+            pre = "" if role == "agg" else f"{role}_"
+            res = exp.resolved.get(role, {})
+            t[f"{pre}model_path"] = str(space.model)
+            t[f"{pre}system_name"] = space.system
+            t[f"{pre}backend_name"] = space.backend
+            t[f"{pre}backend_version"] = res.get("version", space.version)
+            for q in QUANT_NAMES:
+                t[f"{pre}{q}_quant_mode"] = res.get("quant", space.quant).get(q)
+            for name in LIST_NAMES:
+                lists = res.get("lists") or space.lists
+                if name in lists:
+                    t[f"{role}_{name}_candidates"] = list(lists[name])
+        if exp.disagg is not None:
+            d = dict(exp.disagg)
+            if d["num_gpu_per_replica"] is None:
+                d["num_gpu_per_replica"] = list(DEFAULT_REPLICA_SIZES)
+            d["max_gpu_per_replica"] = min(exp.total_gpus, d["max_gpu_per_replica"])
+            t.update(d)
+        out[exp.name] = t
+    return out
+
+
+# ------------------------------------------------------------------------------ cli default
+
+
+def _available(root, system, backend, version, database_mode) -> bool:
+    """§1.1 step 2: in SILICON / HYBRID a backend needs a database (and the given version)."""
+    if database_mode not in ("SILICON", "HYBRID"):
+        return True
+    return backend_versions(root, system, backend, version) is not None
+
+
+def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
+                              backend_version=None, *, decode_system=None, serving_mode="auto",
+                              isl=4000, osl=1000, prefix=0, ttft=2000.0, tpot=30.0,
+                              request_latency=None, database_mode="SILICON",
+                              transfer_policy=None, free_gpu_memory_fraction=None,
+                              max_seq_len=None, nextn=0, nextn_accepted=None,
+                              attention_backend=None, enable_chunked_prefill=False,
+                              quant=None, systems_path=None, warnings=None) -> list[Experiment]:
+    """The experiments of ``cli default`` (spec 51 §1.2, §2, §3): per kept backend (``auto``:
+    trtllm, sglang, vllm with data), agg then disagg as ``serving_mode`` asks. Names are
+    ``agg`` / ``disagg``, or ``agg_<backend>`` / ``disagg_<backend>`` with ``auto``.
+    ``PlanningError`` when nothing can be built."""
+    warnings = warnings if warnings is not None else []
+    if serving_mode not in SERVING_MODES:
+        raise ValueError(f"Invalid serving_mode: '{serving_mode}'. Use 'auto', 'all', 'agg', "
+                         f"'disagg', or 'afd'.")
+    database_mode = _check_database_mode(database_mode)
+    policy = parse_transfer_policy(transfer_policy)
+    root = paths.systems_dir(systems_path)
+    decode_system = decode_system or system
+    modes = list(SERVING_MODES[serving_mode])
+    if backend == "auto":
+        backends = []
+        for b in AUTO_BACKEND_ORDER:
+            if _available(root, system, b, backend_version, database_mode):
+                backends.append(b)
+            else:
+                warnings.append(f"backend {b}: no {database_mode} database on {system}"
+                                + (f" for version {backend_version}" if backend_version
+                                   else "") + "; skipped")
+        if not backends:
+            raise PlanningError(f"backend auto: no backend has perf data on system {system!r} "
+                                f"in {database_mode} mode; try --database-mode SOL or EMPIRICAL, "
+                                f"or another system")
+    elif backend in BACKENDS:
+        backends = [backend]
+        if "disagg" in modes and decode_system != system \
+                and not _available(root, decode_system, backend, backend_version, database_mode):
+            raise PlanningError(
+                f"decode_system: {decode_system!r} has no perf data for backend {backend}"
+                + (f" version {backend_version}" if backend_version else "")
+                + f" ({database_mode} mode); pick a decode system with {backend} data, or "
+                  f"--database-mode SOL / EMPIRICAL")
+    else:
+        raise PlanningError(f"backend: {backend!r} is not one of trtllm, vllm, sglang, auto")
+    workload = {"isl": isl, "osl": osl, "prefix": prefix, "ttft": ttft, "tpot": tpot,
+                "request_latency": request_latency}
+    knobs = {"database_mode": database_mode, "transfer_policy": policy,
+             "free_gpu_memory_fraction": free_gpu_memory_fraction, "max_seq_len": max_seq_len,
+             "nextn": nextn, "nextn_accepted": nextn_accepted,
+             "attention_backend": attention_backend,
+             "enable_chunked_prefill": bool(enable_chunked_prefill)}
+    out = []
+    for b in backends:
+        for mode in modes:
+            name = mode if backend != "auto" else f"{mode}_{b}"
+            if mode == "disagg":
+                if total_gpus < 2:
+                    warnings.append(f"{name}: disagg needs at least 2 GPUs; skipped")
+                    continue
+                if backend == "auto" and decode_system != system and not _available(
+                        root, decode_system, b, backend_version, database_mode):
+                    warnings.append(f"{name}: decode system {decode_system} has no {b} data; "
+                                    f"skipped")
+                    continue
+                roles = {"prefill": RoleSpace(model_path, system, b, backend_version, quant),
+                         "decode": RoleSpace(model_path, decode_system, b, backend_version,
+                                             quant)}
+            else:
+                roles = {"agg": RoleSpace(model_path, system, b, backend_version, quant)}
+            out.append(Experiment(name, mode, total_gpus, workload, knobs, roles))
+    if not out:
+        raise PlanningError(f"No task configs could be built for serving_mode={serving_mode} "
+                            f"(disagg needs at least 2 GPUs; --gpus is {total_gpus})")
+    return out
+
+
+def _finish(out: dict, experiments, message: str, *, raise_empty=True) -> dict:
+    out["tasks"] = tasks_of(experiments)
+    if out["chosen_exp"] == "none" and raise_empty:
+        causes = "; ".join(f"{k}: {v['type']}: {v['message']}" for k, v in out["outcomes"].items()
+                           if v)
+        raise NoFeasibleConfigError(message + (f" ({causes})" if causes else ""))
+    return out
+
+
+def plan_sweep(model_path, total_gpus, system, backend="trtllm", backend_version=None, *,
+               decode_system=None, serving_mode="auto", isl=4000, osl=1000, ttft=2000.0,
+               tpot=30.0, request_latency=None, prefix=0, nextn=0, nextn_accepted=None,
+               strict_sla=False, free_gpu_memory_fraction=None, max_seq_len=None, top_n=5,
+               database_mode="SILICON", transfer_policy=None, attention_backend=None,
+               enable_chunked_prefill=False, inclusive_tpot=False, gemm_quant_mode=None,
+               kvcache_quant_mode=None, fmha_quant_mode=None, moe_quant_mode=None,
+               comm_quant_mode=None, systems_path=None, warnings=None) -> dict:
+    """``cli default`` (spec 51 §1-§3, §6): the best deployments of ``model_path`` on
+    ``total_gpus`` GPUs of ``system`` (decode workers on ``decode_system`` when given), for one
+    backend or every backend with data (``backend="auto"``), in the modes ``serving_mode``
+    asks. More than two experiments are merged per mode (§1.3). Returns the golden layout plus
+    ``tasks``; raises :class:`NoFeasibleConfigError` when no experiment has rows."""
+    nextn, nextn_accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
+    quant = {"gemm": gemm_quant_mode, "kvcache": kvcache_quant_mode, "fmha": fmha_quant_mode,
+             "moe": moe_quant_mode, "comm": comm_quant_mode}
+    exps = build_default_experiments(
+        model_path, total_gpus, system, backend, backend_version, decode_system=decode_system,
+        serving_mode=serving_mode, isl=isl, osl=osl, prefix=prefix, ttft=ttft, tpot=tpot,
+        request_latency=request_latency, database_mode=database_mode,
+        transfer_policy=transfer_policy, free_gpu_memory_fraction=free_gpu_memory_fraction,
+        max_seq_len=max_seq_len, nextn=nextn, nextn_accepted=nextn_accepted,
+        attention_backend=attention_backend, enable_chunked_prefill=enable_chunked_prefill,
+        quant=quant, systems_path=systems_path, warnings=warnings)
+    out = run_plan(exps, merge=len(exps) > 2, strict_sla=strict_sla, top_n=top_n,
+                   inclusive_tpot=inclusive_tpot, systems_path=systems_path)
+    return _finish(out, exps, NO_FEASIBLE_DEFAULT)
+
+
+# ------------------------------------------------------------------------------ recommend
+
+
+def _retriable(outcome) -> bool:
+    if not outcome:
+        return False
+    return outcome.get("type") in GPU_RETRIABLE or any(
+        name in (outcome.get("message") or "") for name in GPU_RETRIABLE)
+
+
+def _rebuild_for_budget(base: list[Experiment], budget: int, cap: int) -> list[Experiment]:
+    """§4.2 step 4: the base experiments at ``budget`` with the GPU-count lists set to the
+    powers of two up to it, every other list kept from the base build, the replica cap kept."""
+    out = []
+    for b in base:
+        e = b.copy()
+        e.total_gpus = budget
+        for role, space in e.roles.items():
+            kept = b.resolved.get(role, {}).get("lists") or {}
+            space.lists = {k: list(v) for k, v in kept.items()}
+            space.lists["num_gpu"] = powers_of_two_upto(budget)
+        if e.disagg is not None:
+            e.disagg["max_gpu_per_replica"] = cap
+        out.append(e)
+    return out
+
+
+def recommend(model_path, system, *, target_request_rate=None, target_concurrency=None,
+              decode_system=None, backend="trtllm", backend_version=None,
+              database_mode="HYBRID", transfer_policy=None, isl=4000, osl=1000, ttft=2000.0,
+              tpot=30.0, request_latency=None, prefix=0, nextn=None, nextn_accepted=None,
+              strict_sla=False, enable_chunked_prefill=False, free_gpu_memory_fraction=None,
+              max_seq_len=None, attention_backend=None, top_n=5, systems_path=None,
+              warnings=None) -> dict:
+    """``cli recommend`` (spec 51 §4): the fewest GPUs of ``system`` that carry
+    ``target_request_rate`` requests/s or ``target_concurrency`` requests in flight at the SLA.
+
+    Runs the ``cli default`` experiments at one node's GPUs, then at twice, four times, ... (up
+    to 64) while an experiment runs out of memory; each experiment is picked by load match
+    (rows gain ``replicas_needed`` and ``total_gpus_needed``; best throughput is
+    ``1 / total_gpus_needed``). Returns the golden layout plus ``tasks`` and ``attempts``
+    (``[{gpu_budget, outcomes}]``). ``strict_sla`` is accepted and ignored (§4.3)."""
+    load_target = check_load_target(target_request_rate, target_concurrency)
+    if nextn is None:
+        nextn = 0
+    nextn, nextn_accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
+    root = paths.systems_dir(systems_path)
+    g = gpus_per_node(root, system)
+    ladder = [n for n in (g * 2 ** i for i in range(8)) if n <= MAX_RECOMMEND_GPUS] or [g]
+    base = build_default_experiments(
+        model_path, g, system, backend, backend_version, decode_system=decode_system,
+        serving_mode="auto", isl=isl, osl=osl, prefix=prefix, ttft=ttft, tpot=tpot,
+        request_latency=request_latency, database_mode=database_mode,
+        transfer_policy=transfer_policy, free_gpu_memory_fraction=free_gpu_memory_fraction,
+        max_seq_len=max_seq_len, nextn=nextn, nextn_accepted=nextn_accepted,
+        attention_backend=attention_backend, enable_chunked_prefill=enable_chunked_prefill,
+        systems_path=systems_path, warnings=warnings)
+    for e in base:
+        if e.disagg is not None:
+            e.disagg["max_gpu_per_replica"] = min(g, 128)
+    attempts, exps, out = [], base, None
+    for i, budget in enumerate(ladder):
+        exps = base if budget == g else _rebuild_for_budget(base, budget, min(g, 128))
+        out = run_plan(exps, merge=len(exps) > 2, load_target=load_target, top_n=top_n,
+                       systems_path=systems_path)
+        attempts.append({"gpu_budget": budget, "outcomes": dict(out["outcomes"])})
+        if i == len(ladder) - 1 or not any(_retriable(o) for o in out["outcomes"].values()):
+            break
+    out["attempts"] = attempts
+    out["tasks"] = tasks_of(exps)
+    if out["chosen_exp"] == "none" or not any(out["best_configs"].values()):
+        raise NoFeasibleConfigError(NO_FEASIBLE_LOAD)
+    return out
+
+
+def plan_result_deployment(result: dict, exp: str, rank: int = 0, **kwargs):
+    """The :class:`~aic.serving.plan.Deployment` of row ``rank`` of ``result["best_configs"]
+    [exp]`` (:meth:`Deployment.from_row`; ``kwargs`` go to it: ``database_mode``, ``nextn``,
+    ...). ``IndexError`` / ``KeyError`` name what is missing."""
+    from .plan import Deployment
+
+    rows = result["best_configs"].get(exp)
+    if rows is None:
+        raise KeyError(f"best_configs has no experiment {exp!r} (it has "
+                       f"{', '.join(result['best_configs']) or 'none'})")
+    if not 0 <= rank < len(rows):
+        raise IndexError(f"best_configs[{exp!r}] has {len(rows)} rows, no rank {rank}")
+    row = rows[rank]
+    task = (result.get("tasks") or {}).get(row.get("_task_key", exp)) or {}
+    model = row.get("model") or task.get("model_path") or task.get("prefill_model_path")
+    kwargs.setdefault("database_mode", task.get("database_mode", "SILICON"))
+    kwargs.setdefault("nextn", task.get("nextn", 0) or 0)
+    kwargs.setdefault("nextn_accepted", task.get("nextn_accepted"))
+    kwargs.setdefault("attention_backend", task.get("attention_backend"))
+    return Deployment.from_row({**row, "model": model}, **kwargs)
