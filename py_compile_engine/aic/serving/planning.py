@@ -623,7 +623,7 @@ def recommend(model_path, system, *, target_request_rate=None, target_concurrenc
     return out
 
 
-def plan_result_deployment(result: dict, exp: str, rank: int = 0, **kwargs):
+def result_deployment(result: dict, exp: str, rank: int = 0, **kwargs):
     """The :class:`~aic.serving.plan.Deployment` of row ``rank`` of ``result["best_configs"]
     [exp]`` (:meth:`Deployment.from_row`; ``kwargs`` go to it: ``database_mode``, ``nextn``,
     ...). ``IndexError`` / ``KeyError`` name what is missing."""

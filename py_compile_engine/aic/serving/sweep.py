@@ -1,9 +1,10 @@
 """The deployment sweep (spec 50 §9, the reference's ``cli_default``).
 
-:func:`sweep` enumerates the parallel layouts a GPU budget allows (§9.2), compiles one spec per
-layout and role, and hands them to the native sweep (``aic._aic.serving_sweep``), which
-evaluates every batch / context budget / worker-count point, builds the candidate tables,
-the Pareto fronts and the picks in Rust, in parallel over layouts.
+:func:`sweep` is the keyword form of :func:`aic.serving.planning.plan_sweep`: it enumerates the
+parallel layouts a GPU budget allows (§9.2, :mod:`aic.serving.search_space`), compiles one spec
+per layout and role, and hands them to the native sweep, which evaluates every batch / context
+budget / worker-count point, builds the candidate tables, the Pareto fronts and the picks in
+Rust, in parallel over layouts. :func:`check_sweep` compares it with the spec-50 sweep goldens.
 """
 
 from __future__ import annotations
@@ -11,64 +12,29 @@ from __future__ import annotations
 import json
 import os
 
-from ..compiler.parallel import CP_FAMILIES
 from ..validation import check_sweep_args
+from .search_space import CP_SIZES, cp_list, default_lists, enumerate_tuples  # noqa: F401
 
 NUM_GPUS = (1, 2, 4, 8, 16)
 
 
-#: Context-parallel widths a CP-capable role explores on SGLang (spec 43 §8, 50 §9.2).
-CP_SIZES = (1, 2, 4, 8)
-
-
 def cp_sizes(family: str, backend: str, runs_context: bool) -> tuple[int, ...]:
-    """The ``cp`` list of one role (spec 50 §9.2): ``[1, 2, 4, 8]`` for agg and prefill workers
-    of families declaring SGLang CP support, ``[1]`` otherwise (decode workers, other
-    backends). Tuples the CP rules refuse (attention TP or DP with cp > 1) fail to compile and
-    are skipped like any failing tuple."""
-    if runs_context and backend == "sglang" and family in CP_FAMILIES:
-        return CP_SIZES
-    return (1,)
+    """The ``cp`` list of one role (spec 50 §9.2): ``(1, 2, 4, 8)`` for agg and prefill workers
+    of families declaring SGLang CP support, ``(1,)`` otherwise (decode workers, other
+    backends); :func:`aic.serving.search_space.cp_list`."""
+    return tuple(cp_list(family, backend, runs_context))
 
 
 def parallel_layouts(is_moe: bool, backend: str, total_gpus: int,
                      cps: tuple[int, ...] = (1,)) -> list[dict]:
-    """Parallel tuples of one experiment role, in the reference's order (§9.2): ``tp``
-    outermost, then pp, dp, moe_tp, moe_ep, cp. ``cp_size`` is present only when the role
-    explores more than cp = 1."""
-    out = []
-
-    def add(tp, pp, dp, moe_tp, moe_ep, cp):
-        sizes = {"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
-                 "moe_tp_size": moe_tp, "moe_ep_size": moe_ep}
-        if cp != 1:
-            sizes["cp_size"] = cp
-        out.append(sizes)
-
-    if not is_moe:
-        for tp in (1, 2, 4, 8):
-            for cp in cps:
-                gpus = tp * cp
-                if gpus in (1, 2, 4, 8) and gpus <= total_gpus:
-                    add(tp, 1, 1, 1, 1, cp)
-        return out
-    for tp in NUM_GPUS:
-        for pp in (1,):
-            for dp in NUM_GPUS:
-                for moe_tp in NUM_GPUS:
-                    for moe_ep in NUM_GPUS:
-                        for cp in cps:
-                            gpus = dp * tp * pp * cp
-                            if gpus not in NUM_GPUS or gpus > total_gpus:
-                                continue
-                            if dp * tp * cp != moe_tp * moe_ep:
-                                continue
-                            if backend == "trtllm" and dp > 1 and tp > 1:
-                                continue
-                            if backend == "vllm" and moe_tp > 1 and moe_ep > 1:
-                                continue
-                            add(tp, pp, dp, moe_tp, moe_ep, cp)
-    return out
+    """Parallel tuples of one experiment role with the default candidate lists, in the
+    reference's order (§9.2): ``tp`` outermost, then pp, dp, moe_tp, moe_ep, cp. ``cp_size`` is
+    present only when the role explores more than cp = 1
+    (:func:`aic.serving.search_space.enumerate_tuples`)."""
+    lists = default_lists(is_moe=is_moe, family="", backend=backend, system="",
+                          runs_context=False, total_gpus=total_gpus)
+    lists["cp"] = list(cps)
+    return enumerate_tuples(lists, is_moe=is_moe, backend=backend)
 
 
 def sweep(
