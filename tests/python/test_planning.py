@@ -209,3 +209,23 @@ def test_winner_line_says_by_how_much():
            "best_latencies": {"agg": {"total_gpus_needed": 6}, "disagg": {"total_gpus_needed": 8}}}
     assert winner_line(out, True) == ("chosen: agg (6 GPUs carry the load), 2 GPUs fewer than "
                                       "disagg (8 GPUs)")
+
+
+def test_picked_rows_become_deployments():
+    """A merged auto row and a hetero disagg row of the goldens as Deployments: the row's
+    backend, per-role systems, versions, layouts and workers."""
+    cases = _golden_cases()
+    auto = cases["auto_q32_h200_8gpu"]
+    dep = planning.result_deployment(auto, "agg", 0)
+    assert dep.mode == "agg" and dep.roles["agg"].backend == "sglang"
+    assert dep.roles["agg"].parallel.tp == 4 and dep.database_mode == "SILICON"
+    hetero = cases["hetero_q32_h200p_b200d_trt_8gpu"]
+    dep = planning.result_deployment(hetero, "disagg", 0)
+    pre, dec = dep.roles["prefill"], dep.roles["decode"]
+    assert (pre.system, dec.system) == ("h200_sxm", "b200_sxm")
+    assert (pre.workers, dec.workers, dec.parallel.tp, dec.batch_size) == (4, 1, 4, 168)
+    assert dec.version == "1.3.0rc20" and dep.gpus == 8
+    with pytest.raises(IndexError, match="no rank 9"):
+        planning.result_deployment(hetero, "disagg", 9)
+    with pytest.raises(KeyError, match="no experiment 'agg'"):
+        planning.result_deployment(hetero, "agg")
