@@ -25,6 +25,7 @@ __all__ = [
     "estimate_kv_cache_unbuilt",
     "serving_estimate",
     "serving_sweep",
+    "serving_plan",
     "check_calibration",
     "__version__",
     "table_names",
@@ -410,6 +411,10 @@ def check_calibration(text: str) -> None:
 def serving_sweep(request_json: str, systems_path: Optional[str] = None) -> str:
     """The deployment sweep (spec 50 §9, ``cli_default``) from compiled layouts: JSON text with
     the candidate tables, Pareto fronts and picks. Use :func:`aic.serving_sweep.sweep`."""
+
+def serving_plan(request_json: str, systems_path: Optional[str] = None) -> str:
+    """Several sweeps answered together, merged per serving mode when asked (spec 51).
+    Use :mod:`aic.serving.planning`."""
 
 def system_sm_version(systems_path: Optional[_PathLike], system: str) -> Optional[int]:
     """The GPU's ``sm_version`` from a system's YAML (``None`` when not given); raises like the

@@ -898,6 +898,17 @@ fn serving_sweep(py: Python<'_>, request_json: &str, systems_path: Option<PathBu
         .map_err(serving_error)
 }
 
+/// Several sweeps answered together (spec 51: `--backend auto`, experiment files, a
+/// `recommend` budget step): `request_json` is an `aic_core::serving::plan::PlanRequest`; the
+/// answer has the sweep's layout over every experiment, merged per serving mode when asked.
+#[pyfunction]
+#[pyo3(signature = (request_json, systems_path=None))]
+fn serving_plan(py: Python<'_>, request_json: &str, systems_path: Option<PathBuf>) -> PyResult<String> {
+    let root = systems_root(py, systems_path)?;
+    py.detach(|| guarded_serving(|| aic_core::serving::plan::plan_json(request_json, Some(&root))))
+        .map_err(serving_error)
+}
+
 /// The GPU's `sm_version` from a system's YAML (`None` when the file does not give one), read
 /// by the engine's own system loader so the front end needs no YAML parser for it.
 #[pyfunction]
@@ -945,6 +956,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_kv_cache_unbuilt, m)?)?;
     m.add_function(wrap_pyfunction!(serving_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(serving_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(serving_plan, m)?)?;
     m.add_function(wrap_pyfunction!(check_calibration, m)?)?;
     m.add_function(wrap_pyfunction!(system_sm_version, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch_tables, m)?)?;
@@ -979,6 +991,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "estimate_kv_cache_unbuilt",
             "serving_estimate",
             "serving_sweep",
+            "serving_plan",
             "check_calibration",
             "__version__",
         ],

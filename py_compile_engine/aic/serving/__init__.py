@@ -19,7 +19,19 @@ from .deployment import (
     estimate_deployment,
     load_calibration,
 )
-from .plan import Deployment, Parallelism, PlanValueError, QuantModes, Role, Workload
+
+#: The plan values, imported on first use (the sweep's import path stays off ``dataclasses``).
+_PLAN_NAMES = ("Deployment", "Parallelism", "PlanValueError", "QuantModes", "Role", "Workload")
+
+
+def __getattr__(name: str):
+    if name in _PLAN_NAMES:
+        from . import plan
+
+        value = getattr(plan, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["BACKENDS", "MODES", "Deployment", "NoFeasibleConfigError", "Parallelism",
            "PlanValueError", "QuantModes", "Role", "Workload", "calibration_path", "estimate",

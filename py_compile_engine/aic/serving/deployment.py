@@ -21,7 +21,6 @@ import os
 from .. import paths
 from .._native import native
 from ..validation import check_estimate_args, optional, positive_int
-from .plan import Deployment, Role, Workload
 
 MODES = ("static", "static_ctx", "static_gen", "agg", "disagg")
 BACKENDS = ("trtllm", "vllm", "sglang")
@@ -454,6 +453,10 @@ def estimate(
     return json.loads(native().serving_estimate(json.dumps(request, allow_nan=False), str(root)))
 
 
+# The plan values (aic.serving.plan) are imported where they are used: the sweep's import path
+# stays off ``dataclasses`` / ``typing`` (tests/python/test_lean_imports.py).
+
+
 def _workload_fields(workload: Workload, stride: int, nextn_accepted) -> dict:
     return {"isl": workload.isl, "osl": workload.osl, "prefix": workload.prefix,
             "stride": stride, "nextn_accepted": nextn_accepted}
@@ -502,6 +505,8 @@ def estimate_deployment(deployment: Deployment, workload: Workload, *, stride: i
     the agg or disagg estimate. An agg role needs ``batch_size`` (``ctx_tokens`` defaults to
     the engine's); disagg roles need ``batch_size`` and ``workers``. Returns what
     :func:`estimate` returns."""
+    from .plan import Deployment, Workload
+
     if not isinstance(deployment, Deployment):
         raise TypeError(f"deployment must be an aic.serving.plan.Deployment, got "
                         f"{type(deployment).__name__}")

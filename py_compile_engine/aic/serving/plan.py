@@ -21,7 +21,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 #: The serving modes a deployment can have.
 MODES = ("agg", "disagg")

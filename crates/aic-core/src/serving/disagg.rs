@@ -21,6 +21,35 @@ pub const DECODE_DEGRADATION: f64 = 0.92;
 /// Queueing correction of the TTFT.
 pub const TTFT_FACTOR: f64 = 1.8;
 
+/// The coupling factors of a disagg composition (spec 50 §4, 51 §5.2): the latency corrections
+/// of the two workers, the rate-matching degradations and the TTFT queueing factor. `cli default`
+/// uses [`DisaggFactors::default`]; experiment files may set each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DisaggFactors {
+    /// Multiplier on the static prefill latency ([`PREFILL_SCALE`]).
+    pub prefill_latency_correction: f64,
+    /// Multiplier on the static decode latency ([`DECODE_SCALE`]).
+    pub decode_latency_correction: f64,
+    /// Prefill throughput degradation of the rate match ([`PREFILL_DEGRADATION`]).
+    pub prefill_degradation: f64,
+    /// Decode throughput degradation of the rate match ([`DECODE_DEGRADATION`]).
+    pub decode_degradation: f64,
+    /// TTFT factor of the prefill worker ([`TTFT_FACTOR`]).
+    pub ttft_factor: f64,
+}
+
+impl Default for DisaggFactors {
+    fn default() -> DisaggFactors {
+        DisaggFactors {
+            prefill_latency_correction: PREFILL_SCALE,
+            decode_latency_correction: DECODE_SCALE,
+            prefill_degradation: PREFILL_DEGRADATION,
+            decode_degradation: DECODE_DEGRADATION,
+            ttft_factor: TTFT_FACTOR,
+        }
+    }
+}
+
 /// Per-role knobs of a disagg worker.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoleParams {
@@ -45,6 +74,11 @@ pub struct WorkerRow {
 
 /// Evaluates the prefill worker (§4.1).
 pub fn prefill_worker(w: &Worker, isl: u32, prefix: u32, r: &RoleParams) -> Result<WorkerRow> {
+    prefill_worker_scaled(w, isl, prefix, r, PREFILL_SCALE)
+}
+
+/// [`prefill_worker`] with another latency correction than [`PREFILL_SCALE`].
+pub fn prefill_worker_scaled(w: &Worker, isl: u32, prefix: u32, r: &RoleParams, scale: f64) -> Result<WorkerRow> {
     let p = StaticParams {
         mode: RunMode::StaticCtx,
         batch_size: r.batch_size,
@@ -52,7 +86,7 @@ pub fn prefill_worker(w: &Worker, isl: u32, prefix: u32, r: &RoleParams) -> Resu
         osl: 1,
         prefix,
         stride: 32,
-        scale: PREFILL_SCALE,
+        scale,
         kv_seq: r.max_seq_len,
     };
     let eval = static_eval(w, &p)?;
@@ -64,6 +98,18 @@ pub fn prefill_worker(w: &Worker, isl: u32, prefix: u32, r: &RoleParams) -> Resu
 
 /// Evaluates the decode worker (§4.1), projected for MTP with `p = 1 + accepted`.
 pub fn decode_worker(w: &Worker, isl: u32, osl: u32, accepted: Option<f64>, r: &RoleParams) -> Result<WorkerRow> {
+    decode_worker_scaled(w, isl, osl, accepted, r, DECODE_SCALE)
+}
+
+/// [`decode_worker`] with another latency correction than [`DECODE_SCALE`].
+pub fn decode_worker_scaled(
+    w: &Worker,
+    isl: u32,
+    osl: u32,
+    accepted: Option<f64>,
+    r: &RoleParams,
+    scale: f64,
+) -> Result<WorkerRow> {
     let p = StaticParams {
         mode: RunMode::StaticGen,
         batch_size: r.batch_size,
@@ -71,7 +117,7 @@ pub fn decode_worker(w: &Worker, isl: u32, osl: u32, accepted: Option<f64>, r: &
         osl,
         prefix: 0,
         stride: 32,
-        scale: DECODE_SCALE,
+        scale,
         kv_seq: r.max_seq_len,
     };
     let eval = static_eval(w, &p)?;
@@ -103,10 +149,25 @@ pub fn compose(
     osl: u32,
     prefix: u32,
 ) -> Row {
+    compose_degraded(prefill, decode, ttft_p, (wp, wd), (isl, osl, prefix), (PREFILL_DEGRADATION, DECODE_DEGRADATION))
+}
+
+/// [`compose`] with the rate-match degradations `(prefill, decode)` given; `workers` is
+/// `(Wp, Wd)`, `lengths` `(isl, osl, prefix)`.
+pub fn compose_degraded(
+    prefill: (&Row, &Worker),
+    decode: (&Row, &Worker),
+    ttft_p: f64,
+    workers: (u32, u32),
+    lengths: (u32, u32, u32),
+    degradation: (f64, f64),
+) -> Row {
     let (p, pw) = prefill;
     let (d, dw) = decode;
-    let seq_s = (p.f("seq/s") * f64::from(wp) * PREFILL_DEGRADATION)
-        .min_py(d.f("seq/s") * f64::from(wd) * DECODE_DEGRADATION);
+    let (wp, wd) = workers;
+    let (isl, osl, prefix) = lengths;
+    let seq_s = (p.f("seq/s") * f64::from(wp) * degradation.0)
+        .min_py(d.f("seq/s") * f64::from(wd) * degradation.1);
     let gpus = p.f("num_total_gpus") as i64 * i64::from(wp) + d.f("num_total_gpus") as i64 * i64::from(wd);
     let seq_s_gpu = seq_s / gpus as f64;
     let tokens_s = seq_s * f64::from(osl);

@@ -15,6 +15,8 @@
 //! * [`static_mode`], [`agg`], [`disagg`] — the three estimate modes (§2–§4, §6);
 //! * [`request`] — the JSON request/response surface the bindings use;
 //! * [`sweep`], [`pareto`] — the deployment sweep (§9);
+//! * [`picks`], [`plan`] — picking an experiment (throughput or load-match) and planning over
+//!   several experiments (`--backend auto`, experiment files, `recommend`; spec 51);
 //! * [`calibrated`] — the calibrated estimate (parity plus fitted corrections, `ACCURACY.md`).
 //!
 //! Errors: every call returns [`Result`] with a [`ServingError`], which wraps the engine's
@@ -26,6 +28,8 @@ pub mod disagg;
 pub mod error;
 pub mod numeric;
 pub mod pareto;
+pub mod picks;
+pub mod plan;
 pub mod request;
 pub mod row;
 pub mod static_mode;

@@ -20,10 +20,9 @@ use crate::spec::Backend;
 
 use super::agg::{agg_eval, AggParams};
 use super::checks;
-use super::disagg::{compose, decode_worker, prefill_worker, RoleParams, TTFT_FACTOR};
+use super::disagg::{compose_degraded, decode_worker_scaled, prefill_worker_scaled, DisaggFactors, RoleParams};
 use super::error::ServingError;
-use super::numeric::{py_floordiv, round3};
-use super::pareto::{best_configs, group_key, pareto_front, with_cluster_throughput, PickTargets};
+use super::numeric::py_floordiv;
 use super::request::WorkerInput;
 use super::row::{Row, Val};
 use super::worker::Worker;
@@ -73,7 +72,8 @@ pub struct SweepRequest {
     /// Filter candidates by the TPOT / request-latency target before picking.
     #[serde(default)]
     pub strict_sla: bool,
-    /// Agg layouts.
+    /// Agg layouts (empty: no agg experiment).
+    #[serde(default)]
     pub agg: Vec<LayoutInput>,
     /// Disagg prefill layouts (empty: no disagg experiment).
     #[serde(default)]
@@ -81,10 +81,166 @@ pub struct SweepRequest {
     /// Disagg decode layouts.
     #[serde(default)]
     pub decode: Vec<LayoutInput>,
+    /// The experiments to run, `"agg"` and / or `"disagg"` (spec 51 §2); default: agg when
+    /// `agg` has layouts, disagg when `prefill` and `decode` have layouts and the budget is at
+    /// least 2 GPUs.
+    #[serde(default)]
+    pub modes: Option<Vec<String>>,
+    /// The chunked-prefill context-token grid for agg points (spec 51 §6.7).
+    #[serde(default)]
+    pub enable_chunked_prefill: bool,
+    /// The disagg search knobs (spec 51 §5.2).
+    #[serde(default)]
+    pub disagg_options: DisaggOptions,
+    /// A load to carry: picks by the fewest GPUs instead of throughput (spec 51 §4.3).
+    #[serde(default)]
+    pub load_target: Option<LoadTarget>,
+    /// Also answer the best configs and fronts with the inclusive TPOT (spec 51 §6.8).
+    #[serde(default)]
+    pub inclusive_tpot: bool,
 }
 
 fn default_top_n() -> usize {
     5
+}
+
+/// The disagg search knobs of an experiment (spec 51 §5.2); every default is `cli default`'s.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DisaggOptions {
+    /// Allowed replica sizes `Pg·Wp + Dg·Wd` (`None`: 1, 2, 4, 8, 16, 24, …, 128; empty: every
+    /// size up to the cap).
+    pub num_gpu_per_replica: Option<Vec<u32>>,
+    /// Cap on the replica size (`None`: 128); the effective cap is `min(total_gpus, cap)`.
+    pub max_gpu_per_replica: Option<u32>,
+    /// Prefill worker counts scanned: 1 … this.
+    pub max_prefill_workers: u32,
+    /// Decode worker counts scanned: 1 … this.
+    pub max_decode_workers: u32,
+    /// Prefill batch sizes: 1 … this.
+    pub prefill_max_batch_size: i64,
+    /// Decode batch sizes: the §9.1 schedule up to this (above 512: the schedule plus this).
+    pub decode_max_batch_size: i64,
+    /// Multiplier on the static prefill latency.
+    pub prefill_latency_correction: f64,
+    /// Multiplier on the static decode latency.
+    pub decode_latency_correction: f64,
+    /// Prefill degradation of the rate match.
+    pub rate_match_prefill_degradation: f64,
+    /// Decode degradation of the rate match.
+    pub rate_match_decode_degradation: f64,
+    /// The TTFT factor (`factor·ttft < target`, row ttft = `factor·P.ttft`).
+    pub autoscale_ttft_correction_factor: f64,
+}
+
+impl Default for DisaggOptions {
+    fn default() -> DisaggOptions {
+        let f = DisaggFactors::default();
+        DisaggOptions {
+            num_gpu_per_replica: None,
+            max_gpu_per_replica: None,
+            max_prefill_workers: 32,
+            max_decode_workers: 32,
+            prefill_max_batch_size: 1,
+            decode_max_batch_size: 512,
+            prefill_latency_correction: f.prefill_latency_correction,
+            decode_latency_correction: f.decode_latency_correction,
+            rate_match_prefill_degradation: f.prefill_degradation,
+            rate_match_decode_degradation: f.decode_degradation,
+            autoscale_ttft_correction_factor: f.ttft_factor,
+        }
+    }
+}
+
+impl DisaggOptions {
+    /// The coupling factors, each checked finite and `> 0` (spec 51 §5.2: an experiment with
+    /// another value fails with this message).
+    pub fn factors(&self) -> std::result::Result<DisaggFactors, String> {
+        for (name, v) in [
+            ("prefill_latency_correction", self.prefill_latency_correction),
+            ("decode_latency_correction", self.decode_latency_correction),
+            ("rate_match_prefill_degradation", self.rate_match_prefill_degradation),
+            ("rate_match_decode_degradation", self.rate_match_decode_degradation),
+            ("autoscale_ttft_correction_factor", self.autoscale_ttft_correction_factor),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name} must be a positive finite number, got {}.", py_float_text(v)));
+            }
+        }
+        Ok(DisaggFactors {
+            prefill_latency_correction: self.prefill_latency_correction,
+            decode_latency_correction: self.decode_latency_correction,
+            prefill_degradation: self.rate_match_prefill_degradation,
+            decode_degradation: self.rate_match_decode_degradation,
+            ttft_factor: self.autoscale_ttft_correction_factor,
+        })
+    }
+
+    /// The allowed replica sizes as a lookup table indexed by GPUs (§9.1, 51 §5.2).
+    fn allowed_replicas(&self, total_gpus: u32) -> Vec<bool> {
+        let cap = total_gpus.min(self.max_gpu_per_replica.unwrap_or(128)) as usize;
+        let mut v = vec![false; cap + 1];
+        match &self.num_gpu_per_replica {
+            None => {
+                for g in [1_usize, 2, 4].into_iter().chain((8..=128).step_by(8)) {
+                    if g <= cap {
+                        v[g] = true;
+                    }
+                }
+            }
+            Some(list) if list.is_empty() => v.iter_mut().skip(1).for_each(|x| *x = true),
+            Some(list) => {
+                for &g in list {
+                    if (g as usize) <= cap {
+                        v[g as usize] = true;
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Prefill batch sizes (51 §5.2: `1 … max(pmb, 1)`).
+    fn prefill_batches(&self) -> Vec<u32> {
+        (1..=self.prefill_max_batch_size.clamp(1, i64::from(u32::MAX)) as u32).collect()
+    }
+
+    /// Decode batch sizes (51 §5.2): the §9.1 schedule up to the cap; above 512 the whole
+    /// schedule plus the cap; a cap below 1 is 1.
+    fn decode_batches(&self) -> Vec<u32> {
+        let cap = self.decode_max_batch_size.max(1);
+        let mut v: Vec<u32> = decode_batches().into_iter().filter(|&b| i64::from(b) <= cap).collect();
+        if cap > 512 {
+            v.push(cap.min(i64::from(u32::MAX)) as u32);
+        }
+        v
+    }
+}
+
+/// Python's `repr` of a float for messages (`1.0`, `0.5`, `nan`, `inf`).
+fn py_float_text(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else if v == v.trunc() && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The load an experiment must carry (spec 51 §4): a request rate or a number of requests in
+/// flight (exactly one).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadTarget {
+    /// Requests per second.
+    #[serde(default)]
+    pub request_rate: Option<f64>,
+    /// Requests in flight.
+    #[serde(default)]
+    pub concurrency: Option<f64>,
 }
 
 /// Agg batch sizes (§9.1).
@@ -130,6 +286,31 @@ pub fn ctx_tokens_list(isl: u32) -> Vec<u32> {
     out.into_iter().map(|x| x as u32).collect()
 }
 
+/// Agg context-token budgets with chunked prefill (spec 51 §6.7): 512-token steps up to
+/// 8192, then `max(1024, Cmax // 8)`, no snapping to multiples of `isl`, plus `isl` and `2·isl`.
+pub fn ctx_tokens_list_chunked(isl: u32) -> Vec<u32> {
+    let isl64 = u64::from(isl.max(1));
+    let cmax = 8192_u64.max(2 * isl64);
+    let s1 = 512_u64;
+    let s2 = 1024_u64.max(s1).max(cmax / 8);
+    let mut out = Vec::new();
+    let mut v = 0_u64;
+    loop {
+        v += if v < 8192 { s1 } else { s2 };
+        if v > cmax {
+            break;
+        }
+        out.push(v);
+    }
+    for extra in [isl64, 2 * isl64] {
+        if !out.contains(&extra) {
+            out.push(extra);
+        }
+    }
+    out.sort_unstable();
+    out.into_iter().map(|x| x as u32).collect()
+}
+
 /// The `(ttft, tpot)` constraints (§9.1): the TPOT grid at the user's TTFT, or the
 /// request-latency pairs.
 pub fn constraints(ttft: f64, osl: u32, request_latency: Option<f64>) -> Vec<(f64, f64)> {
@@ -155,18 +336,6 @@ pub fn constraints(ttft: f64, osl: u32, request_latency: Option<f64>) -> Vec<(f6
             kept.into_iter().map(|c| (c, (r - c) / (f64::from(osl) - 1.0))).collect()
         }
     }
-}
-
-/// Replica sizes a disagg deployment may use (§9.1), as a lookup table indexed by GPUs.
-fn allowed_gpus(total: u32) -> Vec<bool> {
-    let cap = total.min(128) as usize;
-    let mut v = vec![false; 129];
-    for g in [1_usize, 2, 4].into_iter().chain((8..=128).step_by(8)) {
-        if g <= cap {
-            v[g] = true;
-        }
-    }
-    v
 }
 
 /// Outcome of one evaluated point.
@@ -204,14 +373,21 @@ struct AggPoint {
     seq_s_rounded: f64,
 }
 
-/// Agg sweep of one layout over every constraint (§9.3). Returns the kept rows with the
-/// `(b, C)` of each (a row's identity: equal points give equal rows, different points differ
-/// in `bs` or `ctx_tokens`).
-fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec<((u32, u32), Row)>> {
+/// What one layout's sweep gave: its kept rows, and whether it ran out of memory at every
+/// point it tried (the layout does not fit at all).
+#[derive(Debug, Default)]
+struct LayoutRows {
+    rows: Vec<Row>,
+    out_of_memory: bool,
+}
+
+/// Agg sweep of one layout over every constraint (§9.3). Returns the kept rows (each point
+/// once: equal points give equal rows, different points differ in `bs` or `ctx_tokens`).
+fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<LayoutRows> {
     let p_iter = if w.nextn() > 0 { 1.0 + req.nextn_accepted.unwrap_or(0.0) } else { 1.0 };
     let speculative = p_iter > 1.0;
     let batches = agg_batches();
-    let ctxs = ctx_tokens_list(req.isl);
+    let ctxs = if req.enable_chunked_prefill { ctx_tokens_list_chunked(req.isl) } else { ctx_tokens_list(req.isl) };
     let mut memo: HashMap<(u32, u32), Option<Point>> = HashMap::new();
     let mut points: Vec<AggPoint> = Vec::new();
     let mut index: HashMap<(u32, u32), usize> = HashMap::new();
@@ -289,26 +465,33 @@ fn agg_layout(w: &Worker, req: &SweepRequest, cons: &[(f64, f64)]) -> Result<Vec
         for &i in kept.iter().take(10) {
             let key = (points[i].rounded.f("bs") as u32, points[i].rounded.f("ctx_tokens") as u32);
             if emitted.insert(key) {
-                out.push((key, points[i].rounded.clone()));
+                out.push(points[i].rounded.clone());
             }
         }
     }
-    Ok(out)
+    let out_of_memory = points.is_empty() && memo.values().any(|p| matches!(p, Some(Point::OutOfMemory)));
+    Ok(LayoutRows { rows: out, out_of_memory })
 }
 
-/// Worker candidates of one disagg layout (§9.4 step 1).
-fn worker_candidates(w: &Worker, req: &SweepRequest, prefill: bool) -> Result<Vec<Row>> {
-    let batches = if prefill { vec![1] } else { decode_batches() };
+/// Worker candidates of one disagg layout (§9.4 step 1). The disagg workers never get the
+/// request's `max_seq_len` (spec 51 §6.5: it reaches agg points only).
+fn worker_candidates(w: &Worker, req: &SweepRequest, factors: &DisaggFactors, prefill: bool) -> Result<LayoutRows> {
+    let opts = &req.disagg_options;
+    let batches = if prefill { opts.prefill_batches() } else { opts.decode_batches() };
     let mut rows = Vec::new();
+    let mut out_of_memory = false;
     for b in batches {
-        let role = RoleParams { batch_size: b, max_seq_len: req.max_seq_len, free_gpu_memory_fraction: req.free_gpu_memory_fraction };
+        let role = RoleParams { batch_size: b, max_seq_len: None, free_gpu_memory_fraction: req.free_gpu_memory_fraction };
         let res = if prefill {
-            prefill_worker(w, req.isl, req.prefix, &role)
+            prefill_worker_scaled(w, req.isl, req.prefix, &role, factors.prefill_latency_correction)
         } else {
-            decode_worker(w, req.isl, req.osl, req.nextn_accepted, &role)
+            decode_worker_scaled(w, req.isl, req.osl, req.nextn_accepted, &role, factors.decode_latency_correction)
         };
         match res {
-            Ok(wr) if wr.verdict.oom || wr.verdict.kv_over => break,
+            Ok(wr) if wr.verdict.oom || wr.verdict.kv_over => {
+                out_of_memory = rows.is_empty();
+                break;
+            }
             Ok(wr) => rows.push(wr.row),
             Err(e) => match classify(e)? {
                 Point::Miss => continue,
@@ -316,7 +499,7 @@ fn worker_candidates(w: &Worker, req: &SweepRequest, prefill: bool) -> Result<Ve
             },
         }
     }
-    Ok(rows)
+    Ok(LayoutRows { rows, out_of_memory })
 }
 
 /// The numbers of a worker candidate the disagg composition reads.
@@ -345,21 +528,31 @@ impl Cand {
     }
 }
 
-/// The worker counts of a prefill / decode pair (§9.4): `Wd` outer, `Wp` inner, 1…32, the
-/// replica size allowed, maximising `min(P·Wp·0.9, D·Wd·0.92) / G` from 0.0 (strictly greater
-/// replaces). `None` when no count gives a positive rate.
-fn worker_counts(p: &Cand, d: &Cand, allowed: &[bool]) -> Option<(u32, u32)> {
+/// The search bounds of the worker-count scan.
+#[derive(Debug, Clone, Copy)]
+struct CountScan<'a> {
+    allowed: &'a [bool],
+    max_prefill: u32,
+    max_decode: u32,
+    factors: &'a DisaggFactors,
+}
+
+/// The worker counts of a prefill / decode pair (§9.4): `Wd` outer, `Wp` inner, 1…32 (or the
+/// experiment's caps), the replica size allowed, maximising `min(P·Wp·0.9, D·Wd·0.92) / G` from
+/// 0.0 (strictly greater replaces). `None` when no count gives a positive rate.
+fn worker_counts(p: &Cand, d: &Cand, scan: &CountScan) -> Option<(u32, u32)> {
     let (pg, dg) = (p.gpus as i64, d.gpus as i64);
+    let allowed = scan.allowed;
     let mut best_v = 0.0;
     let mut choice = None;
-    for wd in 1..=32_i64 {
-        for wp in 1..=32_i64 {
+    for wd in 1..=i64::from(scan.max_decode) {
+        for wp in 1..=i64::from(scan.max_prefill) {
             let g = pg * wp + dg * wd;
             if g < 0 || g as usize >= allowed.len() || !allowed[g as usize] {
                 continue;
             }
-            let a = p.seq_s * wp as f64 * 0.9;
-            let b = d.seq_s * wd as f64 * 0.92;
+            let a = p.seq_s * wp as f64 * scan.factors.prefill_degradation;
+            let b = d.seq_s * wd as f64 * scan.factors.decode_degradation;
             let v = (if b < a { b } else { a }) / g as f64;
             if v > best_v {
                 best_v = v;
@@ -370,10 +563,10 @@ fn worker_counts(p: &Cand, d: &Cand, allowed: &[bool]) -> Option<(u32, u32)> {
     choice
 }
 
-/// `(tokens/s/gpu, gpus)` of the composed row, computed as [`compose`] does.
-fn composed_throughput(p: &Cand, d: &Cand, wp: u32, wd: u32, osl: u32) -> (f64, f64) {
-    let a = p.seq_s * f64::from(wp) * 0.9;
-    let b = d.seq_s * f64::from(wd) * 0.92;
+/// `(tokens/s/gpu, gpus)` of the composed row, computed as [`compose_degraded`] does.
+fn composed_throughput(p: &Cand, d: &Cand, wp: u32, wd: u32, osl: u32, f: &DisaggFactors) -> (f64, f64) {
+    let a = p.seq_s * f64::from(wp) * f.prefill_degradation;
+    let b = d.seq_s * f64::from(wd) * f.decode_degradation;
     let seq_s = if b < a { b } else { a };
     let gpus = p.gpus as i64 * i64::from(wp) + d.gpus as i64 * i64::from(wd);
     (seq_s * f64::from(osl) / gpus as f64, gpus as f64)
@@ -388,8 +581,15 @@ fn disagg_table(
     req: &SweepRequest,
     cons: &[(f64, f64)],
     sglang: bool,
+    factors: &DisaggFactors,
 ) -> Vec<Row> {
-    let allowed = allowed_gpus(req.total_gpus);
+    let allowed = req.disagg_options.allowed_replicas(req.total_gpus);
+    let scan = CountScan {
+        allowed: &allowed,
+        max_prefill: req.disagg_options.max_prefill_workers,
+        max_decode: req.disagg_options.max_decode_workers,
+        factors,
+    };
     let pc: Vec<Cand> = prefill.iter().map(|(r, _)| Cand::of(r)).collect();
     let dc: Vec<Cand> = decode.iter().map(|(r, _)| Cand::of(r)).collect();
     // Decode candidates grouped by `parallel`, groups in ascending string order (§9.4 (d)).
@@ -415,7 +615,7 @@ fn disagg_table(
     let mut table: Vec<Row> = Vec::new();
     for &(ttft_c, tau) in cons {
         // Prefill: 1.8·ttft < ttft_c, by seq/s/gpu desc then global_bs asc (stable), first 32.
-        let mut ps: Vec<usize> = (0..pc.len()).filter(|&i| TTFT_FACTOR * pc[i].ttft < ttft_c).collect();
+        let mut ps: Vec<usize> = (0..pc.len()).filter(|&i| factors.ttft_factor * pc[i].ttft < ttft_c).collect();
         ps.sort_by(|&a, &b| {
             pc[b].seq_s_gpu
                 .partial_cmp(&pc[a].seq_s_gpu)
@@ -439,9 +639,9 @@ fn disagg_table(
                     if sglang && pc[pi].tp != dc[di].tp {
                         continue;
                     }
-                    let choice = *counts.entry((pi, di)).or_insert_with(|| worker_counts(&pc[pi], &dc[di], &allowed));
+                    let choice = *counts.entry((pi, di)).or_insert_with(|| worker_counts(&pc[pi], &dc[di], &scan));
                     let Some((wp, wd)) = choice else { continue };
-                    let (tpg, gpus) = composed_throughput(&pc[pi], &dc[di], wp, wd, req.osl);
+                    let (tpg, gpus) = composed_throughput(&pc[pi], &dc[di], wp, wd, req.osl, factors);
                     let better = match &best {
                         None => true,
                         Some(b) => tpg > b.0 || (tpg == b.0 && -gpus > b.1),
@@ -453,10 +653,17 @@ fn disagg_table(
             }
             if let Some((_, _, pi, di, wp, wd)) = best {
                 let mut p = prefill[pi].0.clone();
-                let ttft_p = TTFT_FACTOR * pc[pi].ttft;
+                let ttft_p = factors.ttft_factor * pc[pi].ttft;
                 p.set("ttft", ttft_p);
                 let (d, dl) = (&decode[di].0, decode[di].1);
-                let mut row = compose((&p, &workers.0[prefill[pi].1]), (d, &workers.1[dl]), ttft_p, wp, wd, req.isl, req.osl, req.prefix);
+                let mut row = compose_degraded(
+                    (&p, &workers.0[prefill[pi].1]),
+                    (d, &workers.1[dl]),
+                    ttft_p,
+                    (wp, wd),
+                    (req.isl, req.osl, req.prefix),
+                    (factors.prefill_degradation, factors.decode_degradation),
+                );
                 row.round3();
                 let tpg = row.f("tokens/s/gpu");
                 winners.push((tpg, finish_row(row), (pi, di, wp, wd)));
@@ -474,11 +681,51 @@ fn disagg_table(
     table
 }
 
-/// One experiment's outcome.
-struct Experiment {
-    name: &'static str,
-    candidates: Vec<Row>,
-    error: Option<String>,
+/// Why an experiment produced no table: the exception class the reference raises for it and
+/// its message (spec 51 §0.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The exception class name (`InsufficientMemoryError`, `RuntimeError`, `ValueError`, …).
+    pub kind: &'static str,
+    /// The message.
+    pub message: String,
+}
+
+impl Failure {
+    /// `{"type": …, "message": …}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"type": self.kind, "message": self.message})
+    }
+}
+
+/// One experiment run: its name (`agg` / `disagg`), its candidate table (empty: it recorded
+/// nothing) and its failure when it raised.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// `agg` or `disagg`.
+    pub name: &'static str,
+    /// The candidate table, sorted by `tokens/s/gpu` descending.
+    pub candidates: Vec<Row>,
+    /// The error that stopped it (its outcome), if any.
+    pub failure: Option<Failure>,
+}
+
+/// Why a role found no rows: the first layout error, or all layouts out of memory.
+fn role_failure(errors: &[String], all_out_of_memory: bool, no_results: &str, memory: &str) -> Option<Failure> {
+    if let Some(e) = errors.first() {
+        return Some(Failure {
+            kind: "RuntimeError",
+            message: format!("{no_results}: no results for any parallel configuration. Selected exception: {e}"),
+        });
+    }
+    all_out_of_memory.then(|| Failure {
+        kind: "InsufficientMemoryError",
+        message: format!(
+            "{memory}: no results \u{2014} model does not fit in GPU memory for any parallel config. Try increasing \
+             {}, using a quantized model, or a system with more VRAM per GPU.",
+            if memory == "sweep_agg" { "--total-gpus" } else { "GPU budget" }
+        ),
+    })
 }
 
 /// The loaded workers (or load errors) of every distinct layout of a request's roles. The
@@ -523,10 +770,6 @@ impl<'a> LoadedLayouts<'a> {
     }
 }
 
-fn rows_json(rows: &[Row]) -> String {
-    let items: Vec<String> = rows.iter().map(Row::to_json_text).collect();
-    format!("[{}]", items.join(", "))
-}
 
 /// Runs a sweep request; the answer is JSON text with `chosen_exp`, `best_throughputs`,
 /// `best_latencies`, `outcomes`, `best_configs`, `pareto_fronts` and `candidates`
@@ -558,6 +801,28 @@ impl SweepRequest {
         checks::memory_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)?;
         checks::max_seq_len("max_seq_len", self.max_seq_len, self.isl, self.osl)?;
         checks::positive_count("top_n", self.top_n as u64, "best configurations kept per experiment")?;
+        if let Some(modes) = &self.modes {
+            for m in modes {
+                if m != "agg" && m != "disagg" {
+                    return Err(AicError::value(format!("modes: unknown serving mode {m:?}; use \"agg\" or \"disagg\"")).into());
+                }
+            }
+        }
+        let o = &self.disagg_options;
+        checks::positive_count("disagg_options.max_prefill_workers", o.max_prefill_workers.into(), "prefill worker counts scanned")?;
+        checks::positive_count("disagg_options.max_decode_workers", o.max_decode_workers.into(), "decode worker counts scanned")?;
+        if let Some(cap) = o.max_gpu_per_replica {
+            checks::positive_count("disagg_options.max_gpu_per_replica", cap.into(), "the largest replica in GPUs")?;
+        }
+        if let Some(t) = &self.load_target {
+            match (t.request_rate, t.concurrency) {
+                (Some(v), None) => checks::positive_number("load_target.request_rate", v, "requests per second to carry")?,
+                (None, Some(v)) => checks::positive_number("load_target.concurrency", v, "requests in flight to carry")?,
+                _ => {
+                    return Err(AicError::value("load_target: give exactly one of request_rate or concurrency").into())
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -573,114 +838,121 @@ pub fn sweep(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> 
 
 /// [`sweep`] on a pool with threads in this process (see `crate::parallel`).
 fn sweep_on_pool(req: &SweepRequest, systems_path: Option<&Path>) -> Result<String> {
+    let experiments = run_experiments(req, systems_path)?;
+    let results: Vec<super::plan::ExperimentResult> = experiments
+        .into_iter()
+        .map(|e| super::plan::ExperimentResult::picked(e.name.to_string(), String::new(), e, req))
+        .collect();
+    Ok(super::plan::answer_json(&results, None))
+}
+
+impl SweepRequest {
+    /// Whether the request asks for experiment `mode` (`agg` / `disagg`), by `modes` or by
+    /// its layouts.
+    fn wants(&self, mode: &str) -> bool {
+        match &self.modes {
+            Some(m) => m.iter().any(|x| x == mode),
+            None => match mode {
+                "agg" => !self.agg.is_empty(),
+                _ => !self.prefill.is_empty() && !self.decode.is_empty(),
+            },
+        }
+    }
+
+    /// The pick rules of this request's experiments.
+    pub fn pick_rules(&self) -> super::picks::PickRules {
+        super::picks::PickRules {
+            total_gpus: self.total_gpus,
+            tpot: self.tpot,
+            request_latency: self.request_latency,
+            top_n: self.top_n,
+            strict_sla: self.strict_sla,
+            load_target: self.load_target,
+        }
+    }
+}
+
+/// Runs the experiments a request asks for (agg, then disagg), each to its candidate table or
+/// its failure (spec 51 §0.2-§0.3). A request error (not an experiment's) is an `Err`.
+pub fn run_experiments(req: &SweepRequest, systems_path: Option<&Path>) -> Result<Vec<Experiment>> {
     let cons = constraints(req.ttft, req.osl, req.request_latency);
     let mut experiments = Vec::new();
-
-    // Agg.
     let all = LoadedLayouts::load(&[&req.agg, &req.prefill, &req.decode], systems_path);
-    let (agg_workers, mut agg_errors) = all.role(&req.agg);
-    let per_layout: Vec<Result<Vec<((u32, u32), Row)>>> =
-        agg_workers.par_iter().map(|w| agg_layout(w, req, &cons)).collect();
-    let mut agg_rows = Vec::new();
-    for r in per_layout {
-        match r {
-            // Exact duplicates are the same point seen under several constraints; each layout
-            // already emitted every point once.
-            Ok(rows) => agg_rows.extend(rows.into_iter().map(|(_, row)| row)),
-            Err(e) => agg_errors.push(e.to_string()),
-        }
-    }
-    sort_desc(&mut agg_rows, "tokens/s/gpu");
-    let agg_error = agg_rows.is_empty().then(|| match agg_errors.first() {
-        Some(e) => format!("sweep_agg: no results for any parallel configuration. Selected exception: {e}"),
-        None => ServingError::NoFeasibleConfig.to_string(),
-    });
-    experiments.push(Experiment { name: "agg", candidates: agg_rows, error: agg_error });
 
-    // Disagg.
-    if req.total_gpus >= 2 && !req.prefill.is_empty() && !req.decode.is_empty() {
-        let (pw, mut errors) = all.role(&req.prefill);
-        let (dw, derr) = all.role(&req.decode);
-        errors.extend(derr);
-        let cands = |ws: &[Worker], prefill: bool| -> Vec<(Row, usize)> {
-            let per: Vec<Result<Vec<Row>>> = ws.par_iter().map(|w| worker_candidates(w, req, prefill)).collect();
-            let mut out = Vec::new();
-            for (i, r) in per.into_iter().enumerate() {
-                if let Ok(rows) = r {
-                    out.extend(rows.into_iter().map(|row| (row, i)));
+    if req.wants("agg") {
+        let (agg_workers, mut agg_errors) = all.role(&req.agg);
+        let per_layout: Vec<Result<LayoutRows>> = agg_workers.par_iter().map(|w| agg_layout(w, req, &cons)).collect();
+        let mut agg_rows = Vec::new();
+        let mut all_oom = !agg_workers.is_empty();
+        for r in per_layout {
+            match r {
+                // Each layout emitted every point once, whatever constraints kept it.
+                Ok(layout) => {
+                    all_oom &= layout.out_of_memory;
+                    agg_rows.extend(layout.rows);
+                }
+                Err(e) => {
+                    all_oom = false;
+                    agg_errors.push(e.to_string());
                 }
             }
-            out
+        }
+        sort_desc(&mut agg_rows, "tokens/s/gpu");
+        let failure = if agg_rows.is_empty() {
+            role_failure(&agg_errors, all_oom, "sweep_agg", "sweep_agg")
+        } else {
+            None
         };
-        let prows = cands(&pw, true);
-        let drows = cands(&dw, false);
-        let sglang = pw.first().is_some_and(|w| w.backend() == Backend::Sglang);
-        let table = disagg_table(&prows, &drows, (&pw, &dw), req, &cons, sglang);
-        let error = table.is_empty().then(|| match errors.first() {
-            Some(e) => format!("sweep_disagg: no results for any parallel configuration. Selected exception: {e}"),
-            None => ServingError::NoFeasibleConfig.to_string(),
-        });
-        experiments.push(Experiment { name: "disagg", candidates: table, error });
+        experiments.push(Experiment { name: "agg", candidates: agg_rows, failure });
     }
 
-    if experiments.iter().all(|e| e.candidates.is_empty()) {
-        return Err(ServingError::NoFeasibleConfig);
+    if req.wants("disagg") && req.total_gpus >= 2 && !req.prefill.is_empty() && !req.decode.is_empty() {
+        experiments.push(disagg_experiment(req, &all, &cons));
     }
+    Ok(experiments)
+}
 
-    let targets = PickTargets { tpot: req.tpot, request_latency: req.request_latency.filter(|r| *r > 0.0), top_n: req.top_n };
-    let mut parts = Vec::new();
-    let mut best_tp = Vec::new();
-    let mut best_lat = Vec::new();
-    let mut outcomes = Vec::new();
-    let (mut chosen, mut chosen_v) = ("agg", f64::NEG_INFINITY);
-    let (mut best_json, mut pareto_json, mut cand_json) = (Vec::new(), Vec::new(), Vec::new());
-    for e in &experiments {
-        let disagg = e.name == "disagg";
-        let mut rows = with_cluster_throughput(&e.candidates, req.total_gpus);
-        if req.strict_sla {
-            rows.retain(|r| match targets.request_latency {
-                Some(rl) => r.f("request_latency") <= rl,
-                None => r.f("tpot") <= targets.tpot,
-            });
+/// The disagg experiment (§9.4): worker candidates per role, then the composed table.
+fn disagg_experiment(req: &SweepRequest, all: &LoadedLayouts, cons: &[(f64, f64)]) -> Experiment {
+    let factors = match req.disagg_options.factors() {
+        Ok(f) => f,
+        Err(message) => {
+            return Experiment { name: "disagg", candidates: Vec::new(), failure: Some(Failure { kind: "ValueError", message }) }
         }
-        let (x_key, minimise) = if targets.request_latency.is_some() { ("request_latency", true) } else { ("tokens/s/user", false) };
-        let front = pareto_front(&rows, x_key, minimise);
-        let best = best_configs(&rows, disagg, &targets);
-        let v = best.first().map_or(0.0, |r| r.f("tokens/s/gpu_cluster"));
-        if v > chosen_v {
-            chosen_v = v;
-            chosen = e.name;
+    };
+    let role = |layouts: &[LayoutInput], prefill: bool| -> (Vec<Worker>, Vec<(Row, usize)>, Vec<String>, bool) {
+        let (ws, mut errors) = all.role(layouts);
+        let per: Vec<Result<LayoutRows>> = ws.par_iter().map(|w| worker_candidates(w, req, &factors, prefill)).collect();
+        let mut rows = Vec::new();
+        let mut all_oom = !ws.is_empty();
+        for (i, r) in per.into_iter().enumerate() {
+            match r {
+                Ok(layout) => {
+                    all_oom &= layout.out_of_memory;
+                    rows.extend(layout.rows.into_iter().map(|row| (row, i)));
+                }
+                Err(e) => {
+                    all_oom = false;
+                    errors.push(e.to_string());
+                }
+            }
         }
-        best_tp.push(format!("\"{}\": {}", e.name, Value::from(v)));
-        best_lat.push(match best.first() {
-            Some(r) => format!(
-                "\"{}\": {{\"ttft\": {}, \"tpot\": {}, \"request_latency\": {}}}",
-                e.name,
-                Value::from(r.f("ttft")),
-                Value::from(r.f("tpot")),
-                Value::from(r.f("request_latency"))
-            ),
-            None => format!("\"{}\": {{}}", e.name),
-        });
-        outcomes.push(format!(
-            "\"{}\": {}",
-            e.name,
-            e.error.as_ref().map_or("null".to_string(), |m| Value::from(m.as_str()).to_string())
-        ));
-        best_json.push(format!("\"{}\": {}", e.name, rows_json(&best)));
-        pareto_json.push(format!("\"{}\": {}", e.name, rows_json(&front)));
-        cand_json.push(format!("\"{}\": {}", e.name, rows_json(&e.candidates)));
-        let _ = group_key(disagg);
+        (ws, rows, errors, all_oom)
+    };
+    let (pw, prows, perrors, poom) = role(&req.prefill, true);
+    if prows.is_empty() {
+        let failure = role_failure(&perrors, poom, "sweep_disagg", "sweep_disagg/prefill");
+        return Experiment { name: "disagg", candidates: Vec::new(), failure };
     }
-    parts.push(format!("\"chosen_exp\": {}", Value::from(chosen)));
-    parts.push(format!("\"best_throughputs\": {{{}}}", best_tp.join(", ")));
-    parts.push(format!("\"best_latencies\": {{{}}}", best_lat.join(", ")));
-    parts.push(format!("\"outcomes\": {{{}}}", outcomes.join(", ")));
-    parts.push(format!("\"best_configs\": {{{}}}", best_json.join(", ")));
-    parts.push(format!("\"pareto_fronts\": {{{}}}", pareto_json.join(", ")));
-    parts.push(format!("\"candidates\": {{{}}}", cand_json.join(", ")));
-    let _ = round3;
-    Ok(format!("{{{}}}", parts.join(", ")))
+    let (dw, drows, derrors, doom) = role(&req.decode, false);
+    if drows.is_empty() {
+        let failure = role_failure(&derrors, doom, "sweep_disagg", "sweep_disagg/decode");
+        return Experiment { name: "disagg", candidates: Vec::new(), failure };
+    }
+    let sglang = pw.first().is_some_and(|w| w.backend() == Backend::Sglang);
+    let table = disagg_table(&prows, &drows, (&pw, &dw), req, cons, sglang, &factors);
+    // Both roles have workers but no pair composes a row: no rows and no error (51 §0.3).
+    Experiment { name: "disagg", candidates: table, failure: None }
 }
 
 #[cfg(test)]
@@ -700,6 +972,75 @@ mod tests {
         let l500 = ctx_tokens_list(500);
         assert_eq!(l500.len(), 18);
         assert_eq!(&l500[..4], &[500, 512, 1000, 1024]);
+    }
+
+    #[test]
+    fn chunked_ctx_lists_match_spec_51() {
+        // Spec 51 §6.7 table.
+        let l2000 = ctx_tokens_list_chunked(2000);
+        assert_eq!(l2000.len(), 18);
+        assert_eq!(&l2000[..5], &[512, 1024, 1536, 2000, 2048]);
+        assert!(l2000.contains(&4000) && *l2000.last().unwrap() == 8192);
+        assert_eq!(ctx_tokens_list_chunked(4000).len(), 18);
+        let l6000 = ctx_tokens_list_chunked(6000);
+        assert_eq!(l6000.len(), 20);
+        assert!(l6000.contains(&9692) && l6000.contains(&11192) && l6000.contains(&12000));
+        let l10000 = ctx_tokens_list_chunked(10000);
+        assert_eq!(l10000.len(), 22);
+        assert_eq!(&l10000[16..], &[10000, 10692, 13192, 15692, 18192, 20000]);
+        assert_eq!(ctx_tokens_list_chunked(300), ctx_tokens_list(300));
+    }
+
+    #[test]
+    fn disagg_options_lists() {
+        let o = DisaggOptions::default();
+        assert_eq!(o.prefill_batches(), vec![1]);
+        assert_eq!(o.decode_batches(), decode_batches());
+        let allowed = o.allowed_replicas(8);
+        let sizes: Vec<usize> = (0..allowed.len()).filter(|&g| allowed[g]).collect();
+        assert_eq!(sizes, vec![1, 2, 4, 8]);
+        let custom = DisaggOptions {
+            num_gpu_per_replica: Some(vec![4, 8, 12, 16]),
+            max_gpu_per_replica: Some(16),
+            decode_max_batch_size: 256,
+            prefill_max_batch_size: 3,
+            ..DisaggOptions::default()
+        };
+        let allowed = custom.allowed_replicas(16);
+        assert_eq!((0..allowed.len()).filter(|&g| allowed[g]).collect::<Vec<_>>(), vec![4, 8, 12, 16]);
+        assert_eq!(*custom.decode_batches().last().unwrap(), 256);
+        assert_eq!(custom.prefill_batches(), vec![1, 2, 3]);
+        let big = DisaggOptions { decode_max_batch_size: 600, ..DisaggOptions::default() };
+        assert_eq!(big.decode_batches().len(), decode_batches().len() + 1);
+        assert_eq!(DisaggOptions { decode_max_batch_size: 0, ..DisaggOptions::default() }.decode_batches(), vec![1]);
+        let every = DisaggOptions { num_gpu_per_replica: Some(vec![]), ..DisaggOptions::default() };
+        assert!(every.allowed_replicas(6)[1..].iter().all(|x| *x));
+    }
+
+    #[test]
+    fn bad_degradation_names_itself() {
+        let o = DisaggOptions { rate_match_decode_degradation: 0.0, ..DisaggOptions::default() };
+        assert_eq!(o.factors().unwrap_err(), "rate_match_decode_degradation must be a positive finite number, got 0.0.");
+        let o = DisaggOptions { prefill_latency_correction: f64::NAN, ..DisaggOptions::default() };
+        assert!(o.factors().unwrap_err().starts_with("prefill_latency_correction must be"));
+    }
+
+    #[test]
+    fn memory_failures_read_as_the_reference_records_them() {
+        // Spec 51 §4.5 rec_escalate_llama405b_gb200_trt_hybrid, budget 4.
+        let agg = role_failure(&[], true, "sweep_agg", "sweep_agg").unwrap();
+        assert_eq!(agg.kind, "InsufficientMemoryError");
+        assert_eq!(
+            agg.message,
+            "sweep_agg: no results \u{2014} model does not fit in GPU memory for any parallel config. Try increasing \
+             --total-gpus, using a quantized model, or a system with more VRAM per GPU."
+        );
+        let pre = role_failure(&[], true, "sweep_disagg", "sweep_disagg/prefill").unwrap();
+        assert!(pre.message.starts_with("sweep_disagg/prefill: no results"));
+        assert!(pre.message.contains("Try increasing GPU budget,"));
+        let err = role_failure(&["ValueError: bad".to_string()], true, "sweep_agg", "sweep_agg").unwrap();
+        assert_eq!(err.kind, "RuntimeError");
+        assert!(role_failure(&[], false, "sweep_agg", "sweep_agg").is_none());
     }
 
     #[test]
