@@ -229,3 +229,20 @@ def test_picked_rows_become_deployments():
         planning.result_deployment(hetero, "disagg", 9)
     with pytest.raises(KeyError, match="no experiment 'agg'"):
         planning.result_deployment(hetero, "agg")
+
+
+def test_groups_tied_on_value_may_swap_only_when_a_tied_row_was_kept():
+    from aic.parity.planning import compare_picks
+
+    def row(group, user, bs):
+        return {"parallel": group, "tokens/s/gpu_cluster": 5.0, "tokens/s/gpu": 5.0,
+                "tokens/s/user": user, "bs": bs}
+
+    ref = [row("tp4", 116.8, 512), row("tp2", 71.5, 512)]
+    tied = [row("tp2", 171.9, 136), row("tp4", 170.5, 256)]   # other rows of the same groups
+    cands = {"x": ref + tied}
+    assert compare_picks(tied, ref, cands, "x best_configs", 1e-9, merged=False,
+                         load_match=False) == []
+    swapped = [ref[1], ref[0]]   # the very same rows in another order: a real difference
+    assert compare_picks(swapped, ref, cands, "x best_configs", 1e-9, merged=False,
+                         load_match=False) != []
