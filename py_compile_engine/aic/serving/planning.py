@@ -644,9 +644,3 @@ def result_deployment(result: dict, exp: str, rank: int = 0, **kwargs):
     kwargs.setdefault("attention_backend", task.get("attention_backend"))
     return Deployment.from_row({**row, "model": model}, **kwargs)
 
-
-def run_experiments(yaml_path=None, config=None, **kwargs) -> dict:
-    """``cli exp``: :func:`aic.serving.experiments.run_experiments` (experiment files)."""
-    from .experiments import run_experiments as run
-
-    return run(yaml_path, config, **kwargs)
