@@ -246,3 +246,11 @@ def test_groups_tied_on_value_may_swap_only_when_a_tied_row_was_kept():
     swapped = [ref[1], ref[0]]   # the very same rows in another order: a real difference
     assert compare_picks(swapped, ref, cands, "x best_configs", 1e-9, merged=False,
                          load_match=False) != []
+
+
+def test_winner_line_of_a_merged_run_names_the_experiments():
+    from aic.cli.plan_output import winner_line
+
+    case = _golden_cases()["auto_q32_h200_8gpu"]
+    assert winner_line(case, False) == ("chosen: agg (agg_sglang) (946.906 tokens/s/gpu), 5.0% "
+                                        "ahead of disagg (disagg_vllm) (901.945)")

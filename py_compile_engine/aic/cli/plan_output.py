@@ -50,11 +50,18 @@ def winner_line(out: dict, load_match: bool) -> str:
             text += (f", {g - mine} GPUs fewer than {name} ({g} GPUs)" if g != mine
                      else f", tied with {name} ({g} GPUs; agg wins ties)")
         return text
+    def label(name):
+        rows = (out.get("best_configs") or {}).get(name) or []
+        if rows and rows[0].get("_task_key"):  # a merged mode: name its winning experiment
+            return f"{name} ({rows[0]['_task_key']})"
+        return name
+
     best = thr[chosen]
-    text = f"chosen: {chosen} ({best:.3f} tokens/s/gpu)"
+    text = f"chosen: {label(chosen)} ({best:.3f} tokens/s/gpu)"
     others = sorted(((v, n) for n, v in thr.items() if n != chosen), reverse=True)
     if others:
         v, name = others[0]
+        name = label(name)
         if v > 0:
             text += f", {100.0 * (best - v) / v:.1f}% ahead of {name} ({v:.3f})"
         else:
