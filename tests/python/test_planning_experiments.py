@@ -170,3 +170,15 @@ def test_cli_exp_error_names_the_yaml_line(tmp_path):
     out = _cli("exp", str(path))
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "e.bogus_key (line 6): unknown key 'bogus_key'" in out.stderr
+
+
+@needs_native
+def test_shipped_example_file_builds():
+    from conftest import REPO
+
+    path = REPO / "examples" / "experiments" / "agg_trt_vs_hetero_disagg_vllm.yaml"
+    data, lines = load_experiment_file(path)
+    exps = build_experiments(data, lines)
+    assert [e.name for e in exps] == ["agg_trt_tp24", "disagg_vllm_custom",
+                                      "disagg_vllm_b200_decode"]
+    assert exps[2].roles["decode"].system == "b200_sxm"
