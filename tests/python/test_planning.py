@@ -254,3 +254,10 @@ def test_winner_line_of_a_merged_run_names_the_experiments():
     case = _golden_cases()["auto_q32_h200_8gpu"]
     assert winner_line(case, False) == ("chosen: agg (agg_sglang) (946.906 tokens/s/gpu), 5.0% "
                                         "ahead of disagg (disagg_vllm) (901.945)")
+
+
+def test_winner_line_when_the_strict_pick_is_empty():
+    from aic.cli.plan_output import winner_line
+
+    case = _golden_cases()["strict_nocompliant_q8_h200_vllm_1gpu"]
+    assert winner_line(case, False).startswith("chosen: none — no configuration meets the SLA")

@@ -57,6 +57,9 @@ def winner_line(out: dict, load_match: bool) -> str:
         return name
 
     best = thr[chosen]
+    if best <= 0:
+        return ("chosen: none — no configuration meets the SLA (every experiment's strict pick "
+                "is empty; loosen --tpot / --request-latency or drop --strict-sla)")
     text = f"chosen: {label(chosen)} ({best:.3f} tokens/s/gpu)"
     others = sorted(((v, n) for n, v in thr.items() if n != chosen), reverse=True)
     if others:
