@@ -261,3 +261,14 @@ def test_winner_line_when_the_strict_pick_is_empty():
 
     case = _golden_cases()["strict_nocompliant_q8_h200_vllm_1gpu"]
     assert winner_line(case, False).startswith("chosen: none — no configuration meets the SLA")
+
+
+@needs_native
+def test_a_system_without_the_backends_data_is_refused():
+    # b60 holds vLLM data only; the reference exits (SystemExit) where aic raises PlanningError.
+    with pytest.raises(planning.PlanningError, match="^system: 'b60' has no perf data for "
+                                                     "backend trtllm .SILICON mode.") as err:
+        _names(system="b60", backend="trtllm")
+    assert type(err.value).reference_class == "SystemExit"
+    names, _ = _names(system="b60", backend="trtllm", database_mode="SOL")
+    assert names == ["agg", "disagg"]

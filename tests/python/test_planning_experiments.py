@@ -109,8 +109,6 @@ def test_golden_unknown_key_case_is_a_value_error():
       "prefill_system_name": "h200_sxm", "total_gpus": 1}, "total_gpus must be greater than 2"),
     ({"serving_mode": "afd", "model_path": "Qwen/Qwen3-8B", "system_name": "h200_sxm",
       "total_gpus": 8}, "serving_mode must be agg or disagg"),
-    ({"serving_mode": "agg", "model_path": "Qwen/Qwen3-8B", "system_name": "h200_sxm",
-      "total_gpus": 8, "transfer_policy": "bogus"}, "unknown transfer kind/preset 'bogus'"),
 ])
 def test_invalid_entries_are_skipped_with_a_reason(tmp_path, entry, message):
     import yaml
@@ -182,3 +180,22 @@ def test_shipped_example_file_builds():
     assert [e.name for e in exps] == ["agg_trt_tp24", "disagg_vllm_custom",
                                       "disagg_vllm_b200_decode"]
     assert exps[2].roles["decode"].system == "b200_sxm"
+
+
+@needs_native
+def test_a_bad_transfer_policy_is_the_experiments_outcome():
+    """As in the reference, the policy fails each experiment when it loads its database (spec
+    51 §6.2): nothing feasible, with the policy error named per experiment."""
+    from aic.serving import NoFeasibleConfigError
+    from aic.serving.planning import plan_sweep
+
+    config = {"x": {"serving_mode": "agg", "model_path": "Qwen/Qwen3-8B",
+                    "system_name": "h200_sxm", "total_gpus": 1, "transfer_policy": "bogus"}}
+    with pytest.raises(NoFeasibleConfigError, match="x: ValueError: x.transfer_policy: unknown "
+                                                    "transfer kind/preset 'bogus'"):
+        run_experiments(config=config)
+    with pytest.raises(NoFeasibleConfigError, match="^No feasible configurations found for the "
+                                                    "given parameters. .agg: ValueError: unknown "
+                                                    "transfer kind"):
+        plan_sweep("Qwen/Qwen3-8B", 1, "h200_sxm", "vllm", database_mode="HYBRID",
+                   transfer_policy="bogus")

@@ -239,9 +239,11 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
         raise _Skip(f"{_where(lines, name, 'database_mode')}: {entry['database_mode']!r} is "
                     f"not one of {', '.join(DATABASE_MODES)}")
     try:
-        policy = parse_transfer_policy(entry.get("transfer_policy"))
-    except ValueError as exc:
-        raise _Skip(f"{_where(lines, name, 'transfer_policy')}: {exc}") from None
+        policy, policy_error = parse_transfer_policy(entry.get("transfer_policy")), None
+    except ValueError as exc:  # the experiment's outcome when it loads its database (§6.2)
+        policy = None
+        policy_error = {"type": "ValueError",
+                        "message": f"{_where(lines, name, 'transfer_policy')}: {exc}"}
     attn = entry.get("attention_backend", attention_backend)
     nextn = entry.get("nextn", 0)
     try:
@@ -268,7 +270,9 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
         knobs["enable_chunked_prefill"] = bool(entry.get("enable_chunked_prefill", False))
         roles = {"agg": RoleSpace(model, system, backend, version, _quant(lines, name, entry, ""),
                                   _lists(lines, name, entry, "agg"))}
-        return Experiment(name, mode, total, workload, knobs, roles)
+        exp = Experiment(name, mode, total, workload, knobs, roles)
+        exp.error = policy_error
+        return exp
     bad = [k for k in DISAGG_FORBIDDEN if k in entry]
     if bad:
         raise _Skip(f"{_where(lines, name, bad[0])}: Disagg mode: top-level worker fields are "
@@ -318,7 +322,9 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise _Skip(f"{_where(lines, name, key)}: expected a number, got {v!r}")
             disagg[key] = float(v)
-    return Experiment(name, mode, total, workload, knobs, roles, disagg)
+    exp = Experiment(name, mode, total, workload, knobs, roles, disagg)
+    exp.error = policy_error
+    return exp
 
 
 def _check_version(root, db, system, backend, version, lines, name, key) -> None:

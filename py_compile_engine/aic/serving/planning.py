@@ -65,8 +65,12 @@ NO_FEASIBLE_LOAD = "No feasible GPU configuration found for the given load targe
 
 class PlanningError(ValueError):
     """A planning request that cannot be built (the reference exits with status 1 here): no
-    backend with data, a decode system without the backend's data, both or neither of a GPU
-    budget and a load target, ... The message names the argument or field and the fix."""
+    backend with data, a system or decode system without the backend's data (or the requested
+    version), no experiment left to build, ... The message names the argument or field and the
+    fix."""
+
+    #: What the reference raises in these places (``sys.exit(1)``).
+    reference_class = "SystemExit"
 
 
 # ------------------------------------------------------------------------------ small checks
@@ -450,7 +454,10 @@ def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
         raise ValueError(f"Invalid serving_mode: '{serving_mode}'. Use 'auto', 'all', 'agg', "
                          f"'disagg', or 'afd'.")
     database_mode = _check_database_mode(database_mode)
-    policy = parse_transfer_policy(transfer_policy)
+    try:
+        policy, policy_error = parse_transfer_policy(transfer_policy), None
+    except ValueError as exc:  # every experiment fails on it when it loads its database (§6.2)
+        policy, policy_error = None, _error(exc)
     root = paths.systems_dir(systems_path)
     decode_system = decode_system or system
     modes = list(SERVING_MODES[serving_mode])
@@ -469,6 +476,12 @@ def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
                                 f"or another system")
     elif backend in BACKENDS:
         backends = [backend]
+        if not _available(root, system, backend, backend_version, database_mode):
+            raise PlanningError(
+                f"system: {system!r} has no perf data for backend {backend}"
+                + (f" version {backend_version}" if backend_version else "")
+                + f" ({database_mode} mode); check the system and backend names, or use "
+                  f"--database-mode SOL / EMPIRICAL")
         if "disagg" in modes and decode_system != system \
                 and not _available(root, decode_system, backend, backend_version, database_mode):
             raise PlanningError(
@@ -504,6 +517,7 @@ def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
             else:
                 roles = {"agg": RoleSpace(model_path, system, b, backend_version, quant)}
             out.append(Experiment(name, mode, total_gpus, workload, knobs, roles))
+            out[-1].error = policy_error
     if not out:
         raise PlanningError(f"No task configs could be built for serving_mode={serving_mode} "
                             f"(disagg needs at least 2 GPUs; --gpus is {total_gpus})")
