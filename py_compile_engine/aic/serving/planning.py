@@ -265,7 +265,10 @@ class _Compiler:
         version = backend_versions(self.root, space.system, space.backend, space.version)
         if version is None and space.version is not None:
             version = space.version
-        lists = default_lists(is_moe=is_moe, family=family, backend=space.backend,
+        # Both disagg roles' lists and tuple rules are keyed on the prefill backend (spec 51
+        # §3.3, §10: a decode role on another backend searches the prefill backend's space).
+        list_backend = exp.roles["prefill"].backend if role == "decode" else space.backend
+        lists = default_lists(is_moe=is_moe, family=family, backend=list_backend,
                               system=space.system, runs_context=runs_context,
                               total_gpus=exp.total_gpus)
         for name, given in space.lists.items():
@@ -281,7 +284,7 @@ class _Compiler:
         memo = self.memos.setdefault(memo_key, {})
         overrides = {f"{q}_quant_mode": v for q, v in space.quant.items()}
         out, labels = [], None
-        for sizes in enumerate_tuples(lists, is_moe=is_moe, backend=space.backend):
+        for sizes in enumerate_tuples(lists, is_moe=is_moe, backend=list_backend):
             try:
                 w = build_worker(space.model, space.system, space.backend, version, self.root,
                                  sizes, overrides, k["nextn"], runs_context, sweep=True,
