@@ -47,15 +47,18 @@ PRIVATE = ("_per_ops_source",)
 
 def run_golden_case(case: dict, systems_path=None) -> dict:
     """Runs one planning case through aic's planning API (the reference call of §9)."""
-    from ..serving.experiments import run_experiments
-    from ..serving.planning import plan_sweep, recommend
-
     kwargs = dict(case["kwargs"])
     kind = case["kind"]
     if kind == "recommend":
+        from ..serving.planning import recommend
+
         return recommend(**kwargs, systems_path=systems_path)
     if kind == "exp":
+        from ..serving.experiments import run_experiments
+
         return run_experiments(**kwargs, systems_path=systems_path)
+    from ..serving.planning import plan_sweep
+
     model = kwargs.pop("model_path")
     total = kwargs.pop("total_gpus")
     system = kwargs.pop("system")

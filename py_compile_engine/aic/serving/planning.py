@@ -26,6 +26,7 @@ import os
 
 from .. import paths
 from .._native import native
+from ..validation import check_sweep_args
 from .deployment import NoFeasibleConfigError, _resolve_nextn, build_worker
 from .search_space import LIST_NAMES, default_lists, enumerate_tuples, powers_of_two_upto
 
@@ -550,6 +551,7 @@ def plan_sweep(model_path, total_gpus, system, backend="trtllm", backend_version
     asks. More than two experiments are merged per mode (§1.3). Returns the golden layout plus
     ``tasks``; raises :class:`NoFeasibleConfigError` when no experiment has rows."""
     nextn, nextn_accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
+    check_sweep_args(dict(locals()))
     quant = {"gemm": gemm_quant_mode, "kvcache": kvcache_quant_mode, "fmha": fmha_quant_mode,
              "moe": moe_quant_mode, "comm": comm_quant_mode}
     exps = build_default_experiments(
@@ -613,6 +615,7 @@ def recommend(model_path, system, *, target_request_rate=None, target_concurrenc
     nextn, nextn_accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     root = paths.systems_dir(systems_path)
     g = gpus_per_node(root, system)
+    check_sweep_args({**locals(), "total_gpus": g})
     ladder = [n for n in (g * 2 ** i for i in range(8)) if n <= MAX_RECOMMEND_GPUS] or [g]
     base = build_default_experiments(
         model_path, g, system, backend, backend_version, decode_system=decode_system,
