@@ -107,6 +107,12 @@ def test_golden_unknown_key_case_is_a_value_error():
      "decode CP must be 1"),
     ({"serving_mode": "disagg", "prefill_model_path": "Qwen/Qwen3-8B",
       "prefill_system_name": "h200_sxm", "total_gpus": 1}, "total_gpus must be greater than 2"),
+    ({"serving_mode": "agg", "model_path": "Qwen/Qwen3-8B", "system_name": "h200_sxm",
+      "total_gpus": 4, "agg_num_gpu_candidates": [8]},
+     "x.agg_num_gpu_candidates (line 6): the agg candidate lists allow no parallel layout "
+     "within total_gpus 4 (num_gpu [], tp [1, 2, 4, 8]"),
+    ({"serving_mode": "agg", "model_path": "Qwen/Qwen3-8B", "system_name": "h200_sxm",
+      "total_gpus": 8, "agg_tp_candidates": [3]}, "allow no parallel layout"),
     ({"serving_mode": "afd", "model_path": "Qwen/Qwen3-8B", "system_name": "h200_sxm",
       "total_gpus": 8}, "serving_mode must be agg or disagg"),
 ])

@@ -28,6 +28,7 @@ from .planning import (
     backend_versions,
     check_attention_backend,
     parse_transfer_policy,
+    role_search_space,
     run_plan,
 )
 from .search_space import LIST_NAMES
@@ -272,6 +273,7 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
                                   _lists(lines, name, entry, "agg"))}
         exp = Experiment(name, mode, total, workload, knobs, roles)
         exp.error = policy_error
+        _check_search_space(exp, lines)
         return exp
     bad = [k for k in DISAGG_FORBIDDEN if k in entry]
     if bad:
@@ -324,7 +326,24 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
             disagg[key] = float(v)
     exp = Experiment(name, mode, total, workload, knobs, roles, disagg)
     exp.error = policy_error
+    _check_search_space(exp, lines)
     return exp
+
+
+def _check_search_space(exp: Experiment, lines) -> None:
+    """An experiment whose candidate lists allow no parallel layout at its budget is skipped,
+    naming the lists (``num_gpu`` ⊆ ``total_gpus``, widths multiplying to a GPU count)."""
+    for role in exp.roles:
+        try:
+            lists, tuples, _ = role_search_space(exp, role)
+        except (ValueError, OSError) as exc:  # an unknown model: named by the compile too
+            raise _Skip(f"{exp.name}: {role} role: {exc}") from None
+        if not tuples:
+            given = [f"{role}_{n}_candidates" for n in exp.roles[role].lists]
+            key = given[0] if given else "total_gpus"
+            shown = ", ".join(f"{n} {lists[n]}" for n in ("num_gpu", "tp", "pp", "dp", "cp"))
+            raise _Skip(f"{_where(lines, exp.name, key)}: the {role} candidate lists allow no "
+                        f"parallel layout within total_gpus {exp.total_gpus} ({shown})")
 
 
 def _check_version(root, db, system, backend, version, lines, name, key) -> None:

@@ -237,6 +237,24 @@ def _model_facts(model_path):
     return family, family in families.MOE_FAMILIES
 
 
+def role_search_space(exp: Experiment, role: str) -> tuple[dict, list[dict], str]:
+    """The candidate lists of one role (the defaults of spec 50 §9.2 with the experiment's own
+    lists in their place, ``num_gpu`` clamped to the budget), the parallel tuples they allow,
+    and the backend whose rules enumerated them. Both disagg roles' lists and tuple rules are
+    keyed on the prefill backend (spec 51 §3.3, §10)."""
+    space = exp.roles[role]
+    family, is_moe = _model_facts(space.model)
+    list_backend = exp.roles["prefill"].backend if role == "decode" else space.backend
+    lists = default_lists(is_moe=is_moe, family=family, backend=list_backend,
+                          system=space.system, runs_context=role != "decode",
+                          total_gpus=exp.total_gpus)
+    for name, given in space.lists.items():
+        if given is not None:
+            lists[name] = list(given)
+    lists["num_gpu"] = [n for n in lists["num_gpu"] if n <= exp.total_gpus]
+    return lists, enumerate_tuples(lists, is_moe=is_moe, backend=list_backend), list_backend
+
+
 class _Compiler:
     """Compiles the layouts of every experiment, sharing workers between experiments whose role
     resolves to the same (model, system, backend, version, database mode, ...)."""
@@ -261,21 +279,11 @@ class _Compiler:
     def layouts(self, exp: Experiment, role: str) -> list[dict]:
         space = exp.roles[role]
         runs_context = role != "decode"
-        family, is_moe = _model_facts(space.model)
         k = exp.knobs
         version = backend_versions(self.root, space.system, space.backend, space.version)
         if version is None and space.version is not None:
             version = space.version
-        # Both disagg roles' lists and tuple rules are keyed on the prefill backend (spec 51
-        # §3.3, §10: a decode role on another backend searches the prefill backend's space).
-        list_backend = exp.roles["prefill"].backend if role == "decode" else space.backend
-        lists = default_lists(is_moe=is_moe, family=family, backend=list_backend,
-                              system=space.system, runs_context=runs_context,
-                              total_gpus=exp.total_gpus)
-        for name, given in space.lists.items():
-            if given is not None:
-                lists[name] = list(given)
-        lists["num_gpu"] = [n for n in lists["num_gpu"] if n <= exp.total_gpus]
+        lists, tuples, list_backend = role_search_space(exp, role)
         policy = k["transfer_policy"]
         memo_key = (str(space.model), space.system, space.backend, version, k["database_mode"],
                     k["attention_backend"], k["nextn"], tuple(sorted(space.quant.items())),
@@ -285,7 +293,7 @@ class _Compiler:
         memo = self.memos.setdefault(memo_key, {})
         overrides = {f"{q}_quant_mode": v for q, v in space.quant.items()}
         out, labels = [], None
-        for sizes in enumerate_tuples(lists, is_moe=is_moe, backend=list_backend):
+        for sizes in tuples:
             try:
                 w = build_worker(space.model, space.system, space.backend, version, self.root,
                                  sizes, overrides, k["nextn"], runs_context, sweep=True,
