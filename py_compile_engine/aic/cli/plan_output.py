@@ -75,6 +75,7 @@ def winner_line(out: dict, load_match: bool) -> str:
 def result_lines(out: dict, *, load_match: bool = False, inclusive: bool = False) -> list[str]:
     """The tables of every experiment (merged modes first), the failures, the winner line."""
     lines: list[str] = []
+    inclusive = inclusive and "inclusive_best_configs" in out
     best = out.get("inclusive_best_configs") if inclusive else None
     best = best or out.get("best_configs") or {}
     fronts = out.get("pareto_fronts") or {}
