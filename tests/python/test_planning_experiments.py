@@ -205,3 +205,15 @@ def test_a_bad_transfer_policy_is_the_experiments_outcome():
                                                     "transfer kind"):
         plan_sweep("Qwen/Qwen3-8B", 1, "h200_sxm", "vllm", database_mode="HYBRID",
                    transfer_policy="bogus")
+
+
+@needs_native
+def test_a_version_that_does_not_exist_is_refused_naming_the_field():
+    from aic.serving.planning import PlanningError
+
+    config = {"x": {"serving_mode": "disagg", "total_gpus": 8,
+                    "prefill_model_path": "Qwen/Qwen3-8B", "prefill_system_name": "h200_sxm",
+                    "backend_name": "vllm", "backend_version": "9.9"}}
+    with pytest.raises(PlanningError, match=r"^x.backend_version: system h200_sxm has no vllm "
+                                            r"database version '9.9' \(SILICON mode\)"):
+        run_experiments(config=config)

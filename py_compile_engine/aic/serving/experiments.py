@@ -288,8 +288,11 @@ def build_experiment(name, entry, lines, *, attention_backend=None, root=None,
         r_backend = _str(lines, name, entry, f"{role}_backend_name", default="trtllm",
                          choices=BACKENDS)
         r_version = _str(lines, name, entry, f"{role}_backend_version")
-        _check_version(root, db, r_system, r_backend, r_version or entry.get("backend_version"),
-                       lines, name, f"{role}_backend_version")
+        # The check falls back to the top-level fields; the role itself does not (§5.1).
+        _check_version(root, db, r_system,
+                       entry.get(f"{role}_backend_name") or entry.get("backend_name") or "trtllm",
+                       r_version or entry.get("backend_version"), lines, name,
+                       f"{role}_backend_version" if r_version else "backend_version")
         roles[role] = RoleSpace(r_model, r_system, r_backend, r_version,
                                 _quant(lines, name, entry, f"{role}_"),
                                 _lists(lines, name, entry, role))
