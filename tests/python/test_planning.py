@@ -272,3 +272,13 @@ def test_a_system_without_the_backends_data_is_refused():
     assert type(err.value).reference_class == "SystemExit"
     names, _ = _names(system="b60", backend="trtllm", database_mode="SOL")
     assert names == ["agg", "disagg"]
+
+
+@needs_native
+def test_warnings_are_logged_when_no_list_is_given(caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="aic.serving.planning"):
+        planning.build_default_experiments("Qwen/Qwen3-8B", 8, "b60", "auto",
+                                           serving_mode="agg", database_mode="HYBRID")
+    assert any("backend trtllm" in r.getMessage() for r in caplog.records)

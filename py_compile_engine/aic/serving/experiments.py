@@ -23,6 +23,7 @@ from .planning import (
     NO_FEASIBLE_EXP,
     PlanningError,
     Experiment,
+    LoggedWarnings,
     RoleSpace,
     _finish,
     backend_versions,
@@ -364,7 +365,7 @@ def build_experiments(data: dict, lines: dict | None = None, *, attention_backen
     Skipped entries add a warning naming their YAML path and line; none valid →
     ``ValueError("No valid experiments found in configuration. ...")``."""
     lines = lines or {}
-    warnings = warnings if warnings is not None else []
+    warnings = warnings if warnings is not None else LoggedWarnings()
     if not isinstance(data, dict):
         raise TypeError("Experiment data must be a mapping (dict).")
     root = paths.systems_dir(systems_path)

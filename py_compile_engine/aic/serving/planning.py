@@ -137,6 +137,17 @@ def _check_database_mode(value) -> str:
     return mode
 
 
+class LoggedWarnings(list):
+    """Where the warnings of a build go when the caller passes no list: each one is logged
+    (logger ``aic.serving.planning``), as the reference logs a skipped backend or entry."""
+
+    def append(self, text) -> None:
+        import logging
+
+        logging.getLogger("aic.serving.planning").warning("%s", text)
+        super().append(text)
+
+
 def _error(exc: BaseException) -> dict:
     return {"type": type(exc).__name__, "message": str(exc)}
 
@@ -461,7 +472,7 @@ def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
     trtllm, sglang, vllm with data), agg then disagg as ``serving_mode`` asks. Names are
     ``agg`` / ``disagg``, or ``agg_<backend>`` / ``disagg_<backend>`` with ``auto``.
     ``PlanningError`` when nothing can be built."""
-    warnings = warnings if warnings is not None else []
+    warnings = warnings if warnings is not None else LoggedWarnings()
     if serving_mode not in SERVING_MODES:
         raise ValueError(f"Invalid serving_mode: '{serving_mode}'. Use 'auto', 'all', 'agg', "
                          f"'disagg', or 'afd'.")
