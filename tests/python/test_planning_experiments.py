@@ -217,3 +217,22 @@ def test_a_version_that_does_not_exist_is_refused_naming_the_field():
     with pytest.raises(PlanningError, match=r"^x.backend_version: system h200_sxm has no vllm "
                                             r"database version '9.9' \(SILICON mode\)"):
         run_experiments(config=config)
+
+
+@needs_native
+def test_cli_recommend_and_exp_print_one_winner_line():
+    from conftest import REPO
+
+    out = _cli("recommend", "Qwen/Qwen3-8B", "--system", "h100_sxm", "--target-concurrency",
+               "200", "--isl", "2000", "--osl", "500", "--ttft", "1000", "--tpot", "20")
+    assert out.returncode == 0, out.stderr
+    # spec 51 §4.5 rec_conc_q8_h100_trt_hybrid: both modes need 4 GPUs, agg wins the tie.
+    assert out.stdout.strip().splitlines()[-1] == ("chosen: agg (4 GPUs carry the load), tied "
+                                                   "with disagg (4 GPUs; agg wins ties)")
+    example = REPO / "examples" / "experiments" / "agg_trt_vs_hetero_disagg_vllm.yaml"
+    out = _cli("exp", str(example))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert [line for line in lines if line.startswith("chosen:")] == [lines[-1]]
+    assert lines[-1].startswith("chosen: disagg_vllm_b200_decode (")
+    assert "ahead of disagg_vllm_custom (1090.375)" in lines[-1]
