@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from conftest import native_available
 
-from aic.serving.experiments import (
+from aic.serving.experiment_files import (
     ExperimentFileError,
     build_experiments,
     load_experiment_file,

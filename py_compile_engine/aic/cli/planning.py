@@ -120,7 +120,7 @@ def exp_cmd(ctx, yaml_file, attention_backend, inclusive_tpot, top_n, as_json):
     Each top-level key (or each name listed under `exps`) is an experiment: a flat mapping of
     serving_mode, total_gpus, model_path / system_name / backend_name (agg) or their prefill_ /
     decode_ forms (disagg), candidate lists, worker caps, corrections, ... (docs: README)."""
-    from ..serving.experiments import run_experiments
+    from ..serving.experiment_files import run_experiments
     from .plan_output import result_lines
 
     warnings: list = []

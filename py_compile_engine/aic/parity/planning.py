@@ -54,7 +54,7 @@ def run_golden_case(case: dict, systems_path=None) -> dict:
 
         return recommend(**kwargs, systems_path=systems_path)
     if kind == "exp":
-        from ..serving.experiments import run_experiments
+        from ..serving.experiment_files import run_experiments
 
         return run_experiments(**kwargs, systems_path=systems_path)
     from ..serving.planning import plan_sweep

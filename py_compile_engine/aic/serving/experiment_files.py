@@ -1,5 +1,5 @@
 """Experiment files (spec 51 §5, the reference's ``cli exp``): a YAML mapping of named
-experiments, each a flat mapping of keys, built into :class:`aic.serving.planning.Experiment`
+experiments, each a flat mapping of keys, built into :class:`aic.serving.experiment.Experiment`
 values and run side by side.
 
 Reading is strict about what it can name: an unknown key, a value of the wrong type or an
@@ -16,21 +16,22 @@ import os
 
 from .. import paths
 from .deployment import NoFeasibleConfigError, _resolve_nextn
+from .experiment import (
+    DISAGG_DEFAULTS,
+    Experiment,
+    RoleSpace,
+    backend_versions,
+    role_search_space,
+    run_plan,
+)
 from .planning import (
     BACKENDS,
     DATABASE_MODES,
-    DISAGG_DEFAULTS,
     NO_FEASIBLE_EXP,
-    PlanningError,
-    Experiment,
     LoggedWarnings,
-    RoleSpace,
+    PlanningError,
     _finish,
-    backend_versions,
-    check_attention_backend,
     parse_transfer_policy,
-    role_search_space,
-    run_plan,
 )
 from .search_space import LIST_NAMES
 
