@@ -149,14 +149,30 @@ class _Compiler:
     def __init__(self, root):
         self.root = root
         self.memos: dict = {}
+        self.prefetched: set = set()
+
+    def prefetch_all(self, experiments) -> None:
+        """Starts loading every database the experiments use (each (system, backend, version)
+        once, in build order), so that the loads overlap the compile of all the layouts, not
+        only of the first role's."""
+        for exp in experiments:
+            if exp.error is not None:
+                continue
+            for space in exp.roles.values():
+                version = backend_versions(self.root, space.system, space.backend,
+                                           space.version)
+                self._prefetch(space.system, space.backend, version,
+                               exp.knobs["database_mode"])
 
     def _prefetch(self, system, backend, version, database_mode) -> None:
         """Starts loading the database's GEMM and communication tables in the background, so
-        the load overlaps the compile of the layouts. Best effort."""
+        the load overlaps the compile of the layouts. Best effort, once per database."""
         from ..compiler.spec_builder import shared_layer_enabled
 
-        if version is None:
+        key = (system, backend, version, database_mode)
+        if version is None or key in self.prefetched:
             return
+        self.prefetched.add(key)
         try:
             native().prefetch_tables(str(self.root), system, backend, version,
                                      bool(shared_layer_enabled(database_mode)))
@@ -255,6 +271,7 @@ def run_plan(experiments: list[Experiment], *, merge: bool, load_target=None,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the compile allocates many small acyclic objects (see sweep.py)
     try:
+        compiler.prefetch_all(experiments)
         for exp in experiments:
             if exp.error is None and exp.mode == "disagg":
                 try:
