@@ -237,7 +237,10 @@ def build_default_experiments(model_path, total_gpus, system, backend="trtllm",
             name = mode if backend != "auto" else f"{mode}_{b}"
             if mode == "disagg":
                 if total_gpus < 2:
-                    warnings.append(f"{name}: disagg needs at least 2 GPUs; skipped")
+                    # Dropped without a warning when agg runs (the usual one-GPU sweep);
+                    # disagg alone on one GPU is the error below.
+                    if serving_mode == "disagg":
+                        warnings.append(f"{name}: disagg needs at least 2 GPUs; skipped")
                     continue
                 if backend == "auto" and decode_system != system and not _available(
                         root, decode_system, b, backend_version, database_mode):
