@@ -282,3 +282,20 @@ def test_warnings_are_logged_when_no_list_is_given(caplog):
         planning.build_default_experiments("Qwen/Qwen3-8B", 8, "b60", "auto",
                                            serving_mode="agg", database_mode="HYBRID")
     assert any("backend trtllm" in r.getMessage() for r in caplog.records)
+
+
+@needs_native
+def test_a_workload_value_drives_sweep_and_recommend():
+    """rec_conc_q8_h100_trt_hybrid (spec 51 §4.5) from a Workload, and its agg rank 1 back as a
+    Deployment."""
+    from aic.serving import Workload
+
+    work = Workload(isl=2000, osl=500, concurrency=200, ttft=1000.0, tpot=20.0)
+    out = planning.recommend_workload("Qwen/Qwen3-8B", "h100_sxm", work)
+    assert out["best_throughputs"] == {"agg": 0.25, "disagg": 0.25} and out["chosen_exp"] == "agg"
+    dep = planning.result_deployment(out, "agg", 0, database_mode="HYBRID")
+    assert dep.roles["agg"].parallel.tp == 2 and dep.roles["agg"].batch_size == 128
+    out = planning.sweep_workload("Qwen/Qwen3-8B", 1, "h100_sxm", work, backend="vllm")
+    assert list(out["tasks"]) == ["agg"] and out["tasks"]["agg"]["isl"] == 2000
+    with pytest.raises(TypeError, match="workload must be an aic.serving.plan.Workload"):
+        planning.sweep_workload("Qwen/Qwen3-8B", 1, "h100_sxm", {"isl": 1})

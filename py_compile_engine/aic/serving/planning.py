@@ -375,6 +375,37 @@ def recommend(model_path, system, *, target_request_rate=None, target_concurrenc
     return out
 
 
+def _workload_kwargs(workload) -> dict:
+    """The workload keywords of :func:`plan_sweep` / :func:`recommend` from a
+    :class:`~aic.serving.plan.Workload` (its unset targets keep the functions' defaults)."""
+    from .plan import Workload
+
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be an aic.serving.plan.Workload, got "
+                        f"{type(workload).__name__}")
+    out = {"isl": workload.isl, "osl": workload.osl, "prefix": workload.prefix,
+           "request_latency": workload.request_latency}
+    for name in ("ttft", "tpot"):
+        if getattr(workload, name) is not None:
+            out[name] = getattr(workload, name)
+    return out
+
+
+def sweep_workload(model_path, total_gpus, system, workload, **kwargs) -> dict:
+    """:func:`plan_sweep` for a :class:`~aic.serving.plan.Workload` (lengths, prefix, latency
+    targets; a load it carries is not used at a fixed budget)."""
+    return plan_sweep(model_path, total_gpus, system, **_workload_kwargs(workload), **kwargs)
+
+
+def recommend_workload(model_path, system, workload, **kwargs) -> dict:
+    """:func:`recommend` for a :class:`~aic.serving.plan.Workload`: its ``request_rate`` or
+    ``concurrency`` is the load target."""
+    return recommend(model_path, system, target_request_rate=workload.request_rate,
+                     target_concurrency=(None if workload.concurrency is None
+                                         else float(workload.concurrency)),
+                     **_workload_kwargs(workload), **kwargs)
+
+
 def result_deployment(result: dict, exp: str, rank: int = 0, **kwargs):
     """The :class:`~aic.serving.plan.Deployment` of row ``rank`` of ``result["best_configs"]
     [exp]`` (:meth:`Deployment.from_row`; ``kwargs`` go to it: ``database_mode``, ``nextn``,
