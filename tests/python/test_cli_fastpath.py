@@ -74,7 +74,7 @@ def test_plain_command_lines_take_the_fast_path(args):
 
 
 @pytest.mark.parametrize("args", [
-    ["--help"], ["m", "-s", "x"], ["m", "-s", "x", "--gpus", "0"], ["m", "n", "-s", "x", "--gpus", "1"],
+    ["--help"], ["m"], ["m", "-s", "x", "--gpus", "0"], ["m", "n", "-s", "x", "--gpus", "1"],
     ["m", "-s", "x", "--gpus", "1", "--ttft", "-5"], ["m", "-sx", "--gpus", "1"],
     ["m", "-s", "x", "--gpus", "1", "--json=1"], ["m", "-s", "x", "--gpus"],
 ])

@@ -13,16 +13,18 @@ import sys
 import time
 
 from ..json_output import dumps
-from .common import column_table
 from .fastpath import CommandError, Option
 
 #: The parameters of ``aic-compile sweep``, in the order ``--help`` lists them.
 OPTIONS = (
     Option("model", (), "str", required=True),
     Option("system", ("--system", "-s"), "str", required=True, help="System name, e.g. h200_sxm."),
-    Option("backend", ("--backend", "-b"), "str", "trtllm", help="trtllm, vllm or sglang."),
+    Option("backend", ("--backend", "-b"), "str", "trtllm",
+           help="trtllm, vllm, sglang, or auto (every backend with data)."),
     Option("backend_version", ("--backend-version",), "str", help="Default: the current slot."),
-    Option("total_gpus", ("--gpus",), "int", required=True, minimum=1, help="GPU budget."),
+    Option("total_gpus", ("--gpus",), "int", minimum=1,
+           help="GPU budget (or size from a load target: --target-request-rate / "
+                "--target-concurrency)."),
     Option("isl", ("--isl",), "int", 4000, minimum=1),
     Option("osl", ("--osl",), "int", 1000, minimum=1),
     Option("prefix", ("--prefix",), "int", 0, minimum=0),
@@ -30,7 +32,8 @@ OPTIONS = (
     Option("tpot", ("--tpot",), "float", 30.0, help="TPOT target, ms."),
     Option("request_latency", ("--request-latency",), "float",
            help="End-to-end latency target, ms (replaces the TPOT target)."),
-    Option("nextn", ("--nextn",), "int", 0, help="MTP draft length."),
+    Option("nextn", ("--nextn",), "str", "0",
+           help="MTP draft length, or auto (the checkpoint's)."),
     Option("nextn_accepted", ("--nextn-accepted",), "float"),
     Option("top_n", ("--top-n",), "int", 5, minimum=1),
     Option("as_json", ("--json",), "flag", False, help="The whole result as JSON."),
@@ -38,6 +41,31 @@ OPTIONS = (
            help="Save the Pareto fronts to FILE.png|svg (needs matplotlib)."),
     Option("no_terminal_plot", ("--no-terminal-plot",), "flag", False,
            help="Do not draw the fronts in the terminal."),
+    # Planning options (issue 41, spec 51), one block.
+    Option("serving_mode", ("--serving-mode",), "str", "auto", help="auto, agg or disagg."),
+    Option("decode_system", ("--decode-system",), "str",
+           help="System of the disagg decode workers (default: --system)."),
+    Option("database_mode", ("--database-mode",), "str", "SILICON",
+           help="SILICON, HYBRID, EMPIRICAL or SOL."),
+    Option("transfer_policy", ("--transfer-policy",), "str",
+           help="Empirical transfer kinds/presets (off, conservative, balanced, aggressive, "
+                "xshape, xquant, xprofile, xop; comma-separated)."),
+    Option("strict_sla", ("--strict-sla",), "flag", False,
+           help="Only rows within the TPOT / request-latency target."),
+    Option("free_gpu_memory_fraction", ("--free-gpu-memory-fraction",), "float",
+           help="KV-cache memory fraction, in (0, 1]."),
+    Option("max_seq_len", ("--max-seq-len",), "int", minimum=1,
+           help="Per-sequence KV reservation of agg workers (default isl + osl)."),
+    Option("attention_backend", ("--attention-backend",), "str",
+           help="fa3, triton, trtllm_mha, flashinfer, fla or default."),
+    Option("enable_chunked_prefill", ("--enable-chunked-prefill",), "flag", False,
+           help="Agg: the chunked-prefill context-token grid."),
+    Option("inclusive_tpot", ("--inclusive-tpot",), "flag", False,
+           help="Show TPOT including the first token (display only)."),
+    Option("target_request_rate", ("--target-request-rate",), "float",
+           help="Load target, requests/s (without --gpus: the fewest GPUs that carry it)."),
+    Option("target_concurrency", ("--target-concurrency",), "float",
+           help="Load target, requests in flight (without --gpus)."),
     # Deployment files of the picks (issue 42, spec 60): one block, kept together.
     Option("save_dir", ("--save-dir",), "str",
            help="Write the result tree (CSVs, experiment record, per-pick deployment files "
@@ -58,11 +86,6 @@ OPTIONS = (
            help="With --save-dir: skip the per-pick replays (replay.json)."),
 )
 
-AGG_COLUMNS = ["parallel", "bs", "ctx_tokens", "ttft", "tpot", "tokens/s/user", "tokens/s/gpu",
-               "tokens/s/gpu_cluster", "num_total_gpus", "memory"]
-DISAGG_COLUMNS = ["(p)parallel", "(p)workers", "(d)parallel", "(d)bs", "(d)workers", "ttft",
-                  "tpot", "tokens/s/user", "tokens/s/gpu", "tokens/s/gpu_cluster",
-                  "num_total_gpus"]
 
 
 def _ascii_plot(fronts: dict, width: int = 64, height: int = 16) -> list[str]:
@@ -196,13 +219,83 @@ def replay_mark(record: dict | None) -> str:
     return "MISS " + "+".join(misses) if misses else "ok"
 
 
+def parse_nextn(text) -> int | str:
+    """``--nextn``: a non-negative integer or ``auto``."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    elif str(text).strip().lower() == "auto":
+        return "auto"
+    else:
+        try:
+            value = int(str(text))
+        except ValueError:
+            raise CommandError(f"--nextn: expected a non-negative integer or auto, got "
+                               f"{text!r}") from None
+    if value < 0:
+        raise CommandError(f"--nextn: expected a non-negative integer or auto, got {value}")
+    return value
+
+
+def check_planning_options(p: dict) -> None:
+    """The planning options, checked before any work (one ``Error:`` line naming the option)."""
+    import math
+
+    from ..serving.planning import (
+        ATTENTION_BACKENDS,
+        DATABASE_MODES,
+        SERVING_MODES,
+        parse_transfer_policy,
+    )
+
+    if p["backend"] not in ("trtllm", "vllm", "sglang", "auto"):
+        raise CommandError(f"--backend: {p['backend']!r} is not one of trtllm, vllm, sglang, auto")
+    if p["serving_mode"] not in SERVING_MODES:
+        raise CommandError(f"--serving-mode: {p['serving_mode']!r} is not one of "
+                           f"{', '.join(SERVING_MODES)}")
+    if str(p["database_mode"]).upper() not in DATABASE_MODES:
+        raise CommandError(f"--database-mode: {p['database_mode']!r} is not one of "
+                           f"{', '.join(DATABASE_MODES)}")
+    try:
+        parse_transfer_policy(p["transfer_policy"])
+    except ValueError as exc:
+        raise CommandError(f"--transfer-policy: {exc}") from None
+    if p["attention_backend"] is not None and p["attention_backend"] not in ATTENTION_BACKENDS:
+        raise CommandError(f"--attention-backend: {p['attention_backend']!r} is not one of "
+                           f"{', '.join(ATTENTION_BACKENDS)}")
+    f = p["free_gpu_memory_fraction"]
+    if f is not None and not (math.isfinite(f) and 0 < f <= 1):
+        raise CommandError(f"--free-gpu-memory-fraction: expected a number in (0, 1], got {f}")
+    for name in ("target_request_rate", "target_concurrency"):
+        v = p[name]
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise CommandError(f"--{name.replace('_', '-')}: the load target must be a positive "
+                               f"finite number, got {v}")
+    if p["target_request_rate"] is not None and p["target_concurrency"] is not None:
+        raise CommandError("--target-request-rate, --target-concurrency: give one load target, "
+                           "not both")
+    has_target = p["target_request_rate"] is not None or p["target_concurrency"] is not None
+    if p["total_gpus"] is not None and has_target:
+        raise CommandError("--gpus and a load target (--target-request-rate / "
+                           "--target-concurrency) exclude each other: give --gpus to sweep a "
+                           "fixed budget, or a load target alone to size the deployment")
+    if p["total_gpus"] is None and not has_target:
+        raise CommandError("sweep needs either --gpus (a GPU budget) or a load target "
+                           "(--target-request-rate / --target-concurrency)")
+
+
+def _echo_warnings(warnings: list) -> None:
+    for w in warnings:
+        sys.stderr.write(f"Warning: {w}\n")
+
+
 def run(params: dict, systems_path: str | None) -> None:
     """Runs the sweep of ``params`` (the values of :data:`OPTIONS`) and prints it; a failure
-    of the sweep is a :class:`CommandError`. With ``--save-dir`` the result tree is written
-    too (bad generator options fail before the sweep runs)."""
-    from ..serving.sweep import sweep
-
-    p = params
+    of the sweep is a :class:`CommandError`. With a load target instead of ``--gpus`` it runs
+    ``recommend`` (spec 51 §4.1, the ``cli default`` route). With ``--save-dir`` the result tree
+    is written too (bad generator options fail before the sweep runs)."""
+    p = dict(params)
+    p["nextn"] = parse_nextn(p["nextn"])
+    check_planning_options(p)
     check_combination(p)
     if p["plot_file"]:
         check_plot_file(p["plot_file"])
@@ -215,19 +308,53 @@ def run(params: dict, systems_path: str | None) -> None:
         progress = (done, threading.Thread(target=_spinner, args=(done,), daemon=True))
         progress[1].start()
     started = time.monotonic()
+    warnings: list = []
+    load_match = p["total_gpus"] is None
     try:
-        out = sweep(p["model"], p["total_gpus"], p["system"], p["backend"], p["backend_version"],
-                    isl=p["isl"], osl=p["osl"], prefix=p["prefix"], ttft=p["ttft"],
-                    tpot=p["tpot"], request_latency=p["request_latency"], nextn=p["nextn"],
-                    nextn_accepted=p["nextn_accepted"], top_n=p["top_n"],
-                    systems_path=systems_path)
+        if load_match:
+            from ..serving.planning import recommend
+
+            out = recommend(p["model"], p["system"],
+                            target_request_rate=p["target_request_rate"],
+                            target_concurrency=p["target_concurrency"],
+                            decode_system=p["decode_system"], backend=p["backend"],
+                            backend_version=p["backend_version"],
+                            database_mode=p["database_mode"].upper(),
+                            transfer_policy=p["transfer_policy"], isl=p["isl"], osl=p["osl"],
+                            ttft=p["ttft"], tpot=p["tpot"],
+                            request_latency=p["request_latency"], prefix=p["prefix"],
+                            nextn=p["nextn"], nextn_accepted=p["nextn_accepted"],
+                            enable_chunked_prefill=p["enable_chunked_prefill"],
+                            free_gpu_memory_fraction=p["free_gpu_memory_fraction"],
+                            max_seq_len=p["max_seq_len"],
+                            attention_backend=p["attention_backend"], top_n=p["top_n"],
+                            systems_path=systems_path, warnings=warnings)
+        else:
+            from ..serving.sweep import sweep
+
+            out = sweep(p["model"], p["total_gpus"], p["system"], p["backend"],
+                        p["backend_version"], isl=p["isl"], osl=p["osl"], prefix=p["prefix"],
+                        ttft=p["ttft"], tpot=p["tpot"], request_latency=p["request_latency"],
+                        nextn=p["nextn"], nextn_accepted=p["nextn_accepted"], top_n=p["top_n"],
+                        strict_sla=p["strict_sla"],
+                        free_gpu_memory_fraction=p["free_gpu_memory_fraction"],
+                        max_seq_len=p["max_seq_len"],
+                        database_mode=p["database_mode"].upper(),
+                        decode_system=p["decode_system"], serving_mode=p["serving_mode"],
+                        transfer_policy=p["transfer_policy"],
+                        attention_backend=p["attention_backend"],
+                        enable_chunked_prefill=p["enable_chunked_prefill"],
+                        inclusive_tpot=p["inclusive_tpot"], systems_path=systems_path,
+                        warnings=warnings)
     except (ValueError, RuntimeError) as exc:
+        _echo_warnings(warnings)
         raise CommandError(f"{type(exc).__name__}: {exc}") from None
     finally:
         if progress is not None:
             progress[0].set()
             progress[1].join()
     elapsed = time.monotonic() - started
+    _echo_warnings(warnings)
     if p["plot_file"]:
         _save_plot(out["pareto_fronts"], p["plot_file"])
     saved = _save(out, p, options, systems_path) if options is not None else None
@@ -239,32 +366,28 @@ def run(params: dict, systems_path: str | None) -> None:
                 for (mode, rank), rec in saved.replays.items()}}
         _echo(dumps(out, indent=2))
         return
+    from .plan_output import result_lines
+
     request_latency = p["request_latency"]
-    _echo(f"{p['model']}, {p['total_gpus']} x {p['system']}, {p['backend']}: isl {p['isl']}, "
+    if load_match:
+        target = (f"{p['target_request_rate']:g} requests/s" if p["target_request_rate"]
+                  is not None else f"{p['target_concurrency']:g} requests in flight")
+        size = f"sized for {target} on {p['system']}"
+    else:
+        size = f"{p['total_gpus']} x {p['system']}"
+    if p["decode_system"] and p["decode_system"] != p["system"]:
+        size += f" (decode on {p['decode_system']})"
+    _echo(f"{p['model']}, {size}, {p['backend']}: isl {p['isl']}, "
           f"osl {p['osl']}, TTFT <= {p['ttft']:g} ms, "
           + (f"request latency <= {request_latency:g} ms" if request_latency
              else f"TPOT <= {p['tpot']:g} ms")
           + f"  ({elapsed:.2f} s)")
-    for exp, rows in out["best_configs"].items():
-        columns = DISAGG_COLUMNS if exp == "disagg" else AGG_COLUMNS
-        n = len(out["candidates"].get(exp, []))
-        _echo()
-        _echo(f"{exp}: best configs ({n} candidates, Pareto front "
-              f"{len(out['pareto_fronts'].get(exp, []))})")
-        if saved is not None and saved.replays:
-            rows = [{**r, "replay p90": replay_mark(saved.replays.get((exp, i)))}
-                    for i, r in enumerate(rows, start=1)]
-            columns = columns + ["replay p90"]
-        for line in column_table(rows, columns):
-            _echo("  " + line)
-    for exp, outcome in out["outcomes"].items():
-        if exp not in out["best_configs"]:
-            _echo()
-            _echo(f"{exp}: " + (f"{outcome['type']}: {outcome['message']}" if outcome
-                                else "no configuration met the targets"))
-    _echo()
-    _echo(f"chosen: {out['chosen_exp']} "
-          f"({out['best_throughputs'][out['chosen_exp']]:.3f} tokens/s/gpu)")
+    marks = None
+    if saved is not None and saved.replays:
+        marks = {(mode, rank): replay_mark(rec) for (mode, rank), rec in saved.replays.items()}
+    for line in result_lines(out, load_match=load_match, inclusive=p["inclusive_tpot"],
+                             marks=marks):
+        _echo(line)
     if saved is not None:
         _echo()
         _echo(f"saved: {saved.path}")
@@ -278,6 +401,6 @@ def run(params: dict, systems_path: str | None) -> None:
                 _echo(f"  {mode}/top{rank}: not replayed ({rec['reason']})")
     if not p["no_terminal_plot"]:
         _echo()
-        for line in _ascii_plot(out["pareto_fronts"]):
+        for line in _ascii_plot({k: v or [] for k, v in out["pareto_fronts"].items()}):
             _echo(line)
     sys.stdout.flush()

@@ -60,6 +60,15 @@ def check_target_backend(target: str, backend: str) -> None:
     """A target that has no templates for ``backend`` is a :class:`DeployError` naming the
     targets that do."""
     target = TARGET_ALIASES.get(target, target)
+    if backend == "auto":
+        # --backend auto deploys each pick on its own backend: the target must cover all three.
+        missing = [b for b in ("trtllm", "sglang", "vllm")
+                   if target in TARGET_BACKENDS and b not in TARGET_BACKENDS[target]]
+        if missing:
+            raise DeployError(f"--deployment-target {target} with --backend auto: {target} has no "
+                              f"template for {', '.join(missing)}, which auto may pick; give one "
+                              f"backend, or use dynamo")
+        return
     if target in TARGET_BACKENDS and backend not in TARGET_BACKENDS[target]:
         fits = [t for t, b in TARGET_BACKENDS.items() if backend in b]
         raise DeployError(f"--deployment-target {target}: llm-d has no {target[6:]} template "

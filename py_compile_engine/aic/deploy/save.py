@@ -101,8 +101,20 @@ def _run_replays(jobs: dict) -> dict:
     return {key: job() for key, job in jobs.items()}
 
 
+def _budget(total_gpus: int | None, row: dict, mode: str, rank: int) -> int:
+    """The GPU budget a pick's worker counts fill: the sweep's, or the GPUs a load-target row
+    needs."""
+    if total_gpus is not None:
+        return total_gpus
+    needed = row.get("total_gpus_needed")
+    if not isinstance(needed, int) or needed < 1:
+        raise DeployError(f"{mode} pick {rank}: no GPU budget: give the sweep's total_gpus, or a "
+                          f"load-target row with total_gpus_needed")
+    return needed
+
+
 def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
-               total_gpus: int, isl: int, osl: int, prefix: int = 0, ttft: float = 2000.0,
+               total_gpus: int | None, isl: int, osl: int, prefix: int = 0, ttft: float = 2000.0,
                tpot: float = 30.0, request_latency: float | None = None, nextn: int = 0,
                nextn_accepted: float | None = None, options: GeneratorOptions | None = None,
                replay: bool = True, suffix: int | None = None,
@@ -110,7 +122,11 @@ def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
     """Writes the result tree of a sweep result ``out`` (what :func:`aic.serving.sweep.sweep`
     returned for these inputs) under ``save_dir``; returns the folder and the picks' replay
     records. Everything is built first and renamed into place at the end; a bad input is a
-    :class:`DeployError` and writes nothing."""
+    :class:`DeployError` and writes nothing.
+
+    ``total_gpus`` is the budget the worker counts fill (spec 60 §4.1); ``None`` for a
+    load-target result (``recommend``), where each pick fills the ``total_gpus_needed`` its row
+    sized. Merged results (``--backend auto``) deploy each row on its own backend."""
     options = options or GeneratorOptions.create()
     check_save_dir(save_dir)
     family, moe_layouts, is_moe = model_facts(model)
@@ -130,12 +146,12 @@ def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
             mode, model=model, system=system, backend=backend, version=version, family=family,
             moe_layouts=moe_layouts,
             isl=isl, osl=osl, prefix=prefix, ttft=ttft, tpot=tpot,
-            request_latency=request_latency, total_gpus=total_gpus, nextn=nextn,
-            nextn_accepted=nextn_accepted if nextn else None, row=rows[0]))
+            request_latency=request_latency, total_gpus=_budget(total_gpus, rows[0], mode, 1),
+            nextn=nextn, nextn_accepted=nextn_accepted if nextn else None, row=rows[0]))
         for rank, row in enumerate(rows, start=1):
             try:
                 pick, job = pick_files_and_replay(
-                    row, mode, total_gpus=total_gpus, isl=isl, osl=osl,
+                    row, mode, total_gpus=_budget(total_gpus, row, mode, rank), isl=isl, osl=osl,
                     prefix=row.get("prefix", prefix) or 0, is_moe=is_moe, nextn=nextn,
                     nextn_accepted=nextn_accepted, options=options, ttft_target=ttft,
                     tpot_target=tpot, systems_path=systems_path)
@@ -150,7 +166,8 @@ def save_sweep(out: dict, *, save_dir, model: str, system: str, backend: str,
     records = _run_replays(jobs)
     for (mode, rank), record in records.items():
         files[f"{mode}/top{rank}/replay.json"] = FileContent("json", record)
-    title = f"{model} on {total_gpus} x {system} ({backend}): isl {isl}, osl {osl}"
+    size = f"{total_gpus} x {system}" if total_gpus is not None else f"{system} (sized for a load)"
+    title = f"{model} on {size} ({backend}): isl {isl}, osl {osl}"
     files["pareto_frontier.svg"] = FileContent("text", pareto_svg(fronts, title))
     if suffix is None:
         suffix = random.randint(0, 1_000_000)

@@ -7,7 +7,8 @@ included), ``memory``, ``oom`` and ``per_ops``: strings, ``None`` and booleans e
 to the relative tolerance (an integer and a float of the same value count as equal numbers —
 the reference's int/float kinds are reproduced, but a ``0`` vs ``0.0`` is not a wrong answer).
 
-One check per sweep case (kind ``sweep``): see :func:`check_sweep`.
+One check per sweep case (kind ``sweep``): see :func:`check_sweep`. One check per planning
+case (file kind ``planning``, spec 51): see :mod:`aic.parity.planning`.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ def run_serving_case(case: dict, report, *, systems_path=None) -> None:
     try:
         if kind == "estimate":
             passed, detail = check_estimate(case, report.rtol, systems_path)
+        elif kind == "planning":
+            from .planning import check_planning
+
+            passed, detail = check_planning(case, report.rtol, systems_path)
         else:
             from ..serving.sweep import check_sweep
 

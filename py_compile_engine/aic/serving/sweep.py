@@ -1,98 +1,40 @@
 """The deployment sweep (spec 50 §9, the reference's ``cli_default``).
 
-:func:`sweep` enumerates the parallel layouts a GPU budget allows (§9.2), compiles one spec per
-layout and role, and hands them to the native sweep (``aic._aic.serving_sweep``), which
-evaluates every batch / context budget / worker-count point, builds the candidate tables,
-the Pareto fronts and the picks in Rust, in parallel over layouts.
+:func:`sweep` is the keyword form of :func:`aic.serving.planning.plan_sweep`: it enumerates the
+parallel layouts a GPU budget allows (§9.2, :mod:`aic.serving.search_space`), compiles one spec
+per layout and role, and hands them to the native sweep, which evaluates every batch / context
+budget / worker-count point, builds the candidate tables, the Pareto fronts and the picks in
+Rust, in parallel over layouts. :func:`check_sweep` compares it with the spec-50 sweep goldens.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 
-from .. import paths
-from ..compiler.parallel import CP_FAMILIES
-from .._native import native
 from ..validation import check_sweep_args
-from .deployment import (
-    NoFeasibleConfigError,
-    _resolve_nextn,
-    build_worker,
-    resolve_version,
-)
+from .search_space import CP_SIZES, cp_list, default_lists, enumerate_tuples  # noqa: F401
 
 NUM_GPUS = (1, 2, 4, 8, 16)
 
 
-#: Context-parallel widths a CP-capable role explores on SGLang (spec 43 §8, 50 §9.2).
-CP_SIZES = (1, 2, 4, 8)
-
-
 def cp_sizes(family: str, backend: str, runs_context: bool) -> tuple[int, ...]:
-    """The ``cp`` list of one role (spec 50 §9.2): ``[1, 2, 4, 8]`` for agg and prefill workers
-    of families declaring SGLang CP support, ``[1]`` otherwise (decode workers, other
-    backends). Tuples the CP rules refuse (attention TP or DP with cp > 1) fail to compile and
-    are skipped like any failing tuple."""
-    if runs_context and backend == "sglang" and family in CP_FAMILIES:
-        return CP_SIZES
-    return (1,)
+    """The ``cp`` list of one role (spec 50 §9.2): ``(1, 2, 4, 8)`` for agg and prefill workers
+    of families declaring SGLang CP support, ``(1,)`` otherwise (decode workers, other
+    backends); :func:`aic.serving.search_space.cp_list`."""
+    return tuple(cp_list(family, backend, runs_context))
 
 
 def parallel_layouts(is_moe: bool, backend: str, total_gpus: int,
                      cps: tuple[int, ...] = (1,)) -> list[dict]:
-    """Parallel tuples of one experiment role, in the reference's order (§9.2): ``tp``
-    outermost, then pp, dp, moe_tp, moe_ep, cp. ``cp_size`` is present only when the role
-    explores more than cp = 1."""
-    out = []
-
-    def add(tp, pp, dp, moe_tp, moe_ep, cp):
-        sizes = {"tp_size": tp, "pp_size": pp, "attention_dp_size": dp,
-                 "moe_tp_size": moe_tp, "moe_ep_size": moe_ep}
-        if cp != 1:
-            sizes["cp_size"] = cp
-        out.append(sizes)
-
-    if not is_moe:
-        for tp in (1, 2, 4, 8):
-            for cp in cps:
-                gpus = tp * cp
-                if gpus in (1, 2, 4, 8) and gpus <= total_gpus:
-                    add(tp, 1, 1, 1, 1, cp)
-        return out
-    for tp in NUM_GPUS:
-        for pp in (1,):
-            for dp in NUM_GPUS:
-                for moe_tp in NUM_GPUS:
-                    for moe_ep in NUM_GPUS:
-                        for cp in cps:
-                            gpus = dp * tp * pp * cp
-                            if gpus not in NUM_GPUS or gpus > total_gpus:
-                                continue
-                            if dp * tp * cp != moe_tp * moe_ep:
-                                continue
-                            if backend == "trtllm" and dp > 1 and tp > 1:
-                                continue
-                            if backend == "vllm" and moe_tp > 1 and moe_ep > 1:
-                                continue
-                            add(tp, pp, dp, moe_tp, moe_ep, cp)
-    return out
-
-
-def _prefetch(root, system: str, backend: str, version, database_mode) -> None:
-    """Starts loading the database's GEMM and communication tables in the background
-    (``aic._aic.prefetch_tables``), so the load overlaps the compile of the layouts instead of
-    following it. Best effort: the engines load whatever is not loaded yet."""
-    from ..compiler.spec_builder import shared_layer_enabled
-
-    if version is None:
-        return
-    try:
-        native().prefetch_tables(str(root), system, backend, version,
-                                 bool(shared_layer_enabled(database_mode)))
-    except Exception:  # noqa: BLE001 - an older native module, or no data: nothing to warm
-        pass
+    """Parallel tuples of one experiment role with the default candidate lists, in the
+    reference's order (§9.2): ``tp`` outermost, then pp, dp, moe_tp, moe_ep, cp. ``cp_size`` is
+    present only when the role explores more than cp = 1
+    (:func:`aic.serving.search_space.enumerate_tuples`)."""
+    lists = default_lists(is_moe=is_moe, family="", backend=backend, system="",
+                          runs_context=False, total_gpus=total_gpus)
+    lists["cp"] = list(cps)
+    return enumerate_tuples(lists, is_moe=is_moe, backend=backend)
 
 
 def sweep(
@@ -121,6 +63,13 @@ def sweep(
     moe_quant_mode: str | None = None,
     comm_quant_mode: str | None = None,
     systems_path: str | os.PathLike | None = None,
+    decode_system: str | None = None,
+    serving_mode: str = "auto",
+    transfer_policy=None,
+    attention_backend: str | None = None,
+    enable_chunked_prefill: bool = False,
+    inclusive_tpot: bool = False,
+    warnings: list | None = None,
 ) -> dict:
     """Best deployments of ``model_path`` on ``total_gpus`` GPUs of ``system``.
 
@@ -130,67 +79,37 @@ def sweep(
     of TPOT limits so the Pareto front covers every latency). With ``request_latency`` (ms)
     the sweep scans (TTFT, TPOT) pairs that fit it instead.
 
+    The planning knobs of spec 51: ``backend="auto"`` (every backend with data, experiments
+    ``agg_<backend>`` / ``disagg_<backend>``, merged per mode), ``serving_mode`` (``auto``,
+    ``agg``, ``disagg``), ``decode_system`` (disagg decode workers on another GPU type),
+    ``database_mode``, ``transfer_policy``, ``strict_sla``, ``free_gpu_memory_fraction``,
+    ``max_seq_len`` (agg only), ``attention_backend``, ``enable_chunked_prefill``,
+    ``inclusive_tpot`` and ``nextn="auto"``. This is a thin wrapper of
+    :func:`aic.serving.planning.plan_sweep`.
+
     Returns ``{"chosen_exp", "best_throughputs", "best_latencies", "outcomes",
-    "best_configs", "pareto_fronts", "candidates"}``: ``outcomes`` maps every experiment run to
-    ``None`` or its error (``{"type", "message"}``); the other maps hold the experiments that
-    found configurations, and the last three map each to a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
+    "best_configs", "pareto_fronts", "candidates", "tasks"}``; the tables map each experiment
+    to a list of row dicts (``tokens/s/gpu``, ``tokens/s/user``, ``ttft``, ``tpot``,
     ``parallel``, batch sizes, ...), ready for ``pandas.DataFrame``. Raises
     :class:`aic.serving.NoFeasibleConfigError` (a ``RuntimeError``) when nothing fits.
     """
-    from ..compiler import families
-    from ..compiler.hf_config import load_model_config
+    from .deployment import _resolve_nextn
 
     nextn, accepted = _resolve_nextn(model_path, nextn, nextn_accepted)
     check_sweep_args(dict(locals()))
-    root = paths.systems_dir(systems_path)
-    version = resolve_version(root, system, backend, backend_version, database_mode)
-    _prefetch(root, system, backend, version, database_mode)
-    model_config = load_model_config(model_path)
-    family = model_config.family
-    # The MoE search space needs routed experts, not just a MoE family label: Qwen3.5-27B
-    # (QWEN35) and Nemotron-H-56B are dense and sweep dense layouts (spec 50 §9.2, 31 §3).
-    is_moe = families.is_moe_for_parallelism(model_config)
-    overrides = {"gemm_quant_mode": gemm_quant_mode, "kvcache_quant_mode": kvcache_quant_mode,
-                 "fmha_quant_mode": fmha_quant_mode, "moe_quant_mode": moe_quant_mode,
-                 "comm_quant_mode": comm_quant_mode}
+    from .planning import plan_sweep
 
-    memo: dict = {}
-
-    def layout(sizes, runs_context):
-        try:
-            w = build_worker(model_path, system, backend, version, root, sizes, overrides, nextn,
-                             runs_context, sweep=True, database_mode=database_mode,
-                             moe_label_default=1, memo=memo)
-            return {"worker": w}
-        except Exception as exc:  # noqa: BLE001 - a layout that cannot be built is skipped
-            return {"error": f"{type(exc).__name__}: {exc}"}
-
-    # The compile allocates many small, acyclic objects: cyclic garbage collection passes
-    # during it find nothing and cost a noticeable share of a short sweep.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        context_layouts = [layout(s, True) for s in
-                           parallel_layouts(is_moe, backend, total_gpus,
-                                            cp_sizes(family, backend, True))]
-        decode_layouts = ([layout(s, False) for s in parallel_layouts(is_moe, backend, total_gpus)]
-                          if total_gpus >= 2 else None)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    request = {
-        "total_gpus": total_gpus, "isl": isl, "osl": osl, "prefix": prefix, "ttft": float(ttft),
-        "tpot": float(tpot), "request_latency": request_latency, "nextn_accepted": accepted,
-        "free_gpu_memory_fraction": free_gpu_memory_fraction, "max_seq_len": max_seq_len,
-        "top_n": top_n, "strict_sla": strict_sla, "agg": context_layouts,
-    }
-    if total_gpus >= 2:
-        request["prefill"] = context_layouts
-        request["decode"] = decode_layouts
-    out = json.loads(native().serving_sweep(json.dumps(request, allow_nan=False), str(root)))
-    if out["chosen_exp"] == "none":
-        raise NoFeasibleConfigError("No feasible configurations found for the given parameters.")
-    return out
+    return plan_sweep(
+        model_path, total_gpus, system, backend, backend_version, decode_system=decode_system,
+        serving_mode=serving_mode, isl=isl, osl=osl, ttft=ttft, tpot=tpot,
+        request_latency=request_latency, prefix=prefix, nextn=nextn, nextn_accepted=accepted,
+        strict_sla=strict_sla, free_gpu_memory_fraction=free_gpu_memory_fraction,
+        max_seq_len=max_seq_len, top_n=top_n, database_mode=database_mode,
+        transfer_policy=transfer_policy, attention_backend=attention_backend,
+        enable_chunked_prefill=enable_chunked_prefill, inclusive_tpot=inclusive_tpot,
+        gemm_quant_mode=gemm_quant_mode, kvcache_quant_mode=kvcache_quant_mode,
+        fmha_quant_mode=fmha_quant_mode, moe_quant_mode=moe_quant_mode,
+        comm_quant_mode=comm_quant_mode, systems_path=systems_path, warnings=warnings)
 
 
 # ------------------------------------------------------------------------------------ parity
