@@ -469,6 +469,18 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            id: "spec-unknown-transfer-kind",
+            input: "spec whose `transfer_policy` names `xbogus`",
+            variant: "InvalidConfig",
+            class: ErrorClass::Value,
+            fragment: "engine.transfer_policy: unknown transfer kind/preset 'xbogus'; valid kinds: xop, xprofile, xquant, xshape; presets: aggressive, balanced, conservative, off",
+            run: || {
+                let mut v = example_spec_value();
+                v["engine"]["transfer_policy"] = json!(["xshape", "xbogus"]);
+                ignore(engine_from_value(&v))
+            },
+        },
+        Case {
             id: "spec-missing-systems-folder",
             input: "spec whose `systems_path` does not exist",
             variant: "System",

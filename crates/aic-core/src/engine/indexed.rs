@@ -64,7 +64,7 @@ impl Engine {
         check_indices("evaluate_context_ops", "context", indices, self.context.len())?;
         check_scale("seq_imbalance_correction_scale", seq_scale)?;
         let shape =
-            Shape::context(u64::from(batch_size), u64::from(s), u64::from(prefix), seq_scale, x).with_mode(self.mode);
+            Shape::context(u64::from(batch_size), u64::from(s), u64::from(prefix), seq_scale, x).with_mode(self.mode).with_transfers(self.transfers);
         eval_indexed(&self.context, indices, &shape)
     }
 
@@ -83,7 +83,7 @@ impl Engine {
         check_indices("evaluate_generation_ops", "generation", indices, self.generation.len())?;
         check_scale("gen_seq_imbalance_correction_scale", gen_scale)?;
         let shape = Shape::generation(u64::from(batch_size), 1, u64::from(s), gen_scale, u64::from(prefix), x)
-            .with_mode(self.mode);
+            .with_mode(self.mode).with_transfers(self.transfers);
         eval_indexed(&self.generation, indices, &shape)
     }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::data::tables::PerfDatabase;
 use crate::error::{AicError, Result};
-use crate::ops::{CompiledOp, OpValue, Shape};
+use crate::ops::{CompiledOp, OpValue, Shape, TransferKinds};
 use crate::spec::{DatabaseMode, EngineSpec, Op};
 
 pub use crate::ops::Source;
@@ -116,6 +116,8 @@ pub struct Engine {
     generation_twins: Twins,
     nextn: u64,
     mode: DatabaseMode,
+    /// The transfer kinds of the spec's `transfer_policy` (spec 20 §0.4; absent = all).
+    transfers: TransferKinds,
     /// [`Engine::allow_quant_transfer`] was called.
     quant_transfer: bool,
 }
@@ -286,7 +288,8 @@ impl Engine {
         let generation_twins = Twins::plan(&spec.generation_ops, &db);
         let nextn = u64::from(cfg.nextn());
         let mode = cfg.database_mode;
-        Ok(Engine { spec, db, context, generation, context_twins, generation_twins, nextn, mode, quant_transfer: false })
+        let transfers = TransferKinds::from_policy(cfg.transfer_policy.as_deref())?;
+        Ok(Engine { spec, db, context, generation, context_twins, generation_twins, nextn, mode, transfers, quant_transfer: false })
     }
 
     /// Lets the empirical estimate (HYBRID, EMPIRICAL) price a DSA module whose GEMM quant mode
@@ -353,7 +356,7 @@ impl Engine {
         if prefix >= isl {
             return Err(prefix_error(isl as i64 - prefix as i64));
         }
-        let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None).with_mode(self.mode);
+        let shape = Shape::context(batch, isl - prefix, prefix, seq_scale, None).with_mode(self.mode).with_transfers(self.transfers);
         Engine::walk(&self.context, &self.context_twins, &shape, sink)
     }
 
@@ -369,7 +372,7 @@ impl Engine {
         let mut i = 0;
         while i < osl - 1 {
             let k = stride.min(osl - 1 - i);
-            let shape = Shape::generation(batch, u64::from(run.beam_width), isl + i + 1, run.gen_scale, 0, None).with_mode(self.mode);
+            let shape = Shape::generation(batch, u64::from(run.beam_width), isl + i + 1, run.gen_scale, 0, None).with_mode(self.mode).with_transfers(self.transfers);
             let step = match sink.as_deref_mut() {
                 Some(outer) => {
                     let mut local = Folder::default();
@@ -460,7 +463,7 @@ impl Engine {
 
     fn decode_step_shape(&self, gen_tokens: u32, isl: u32, osl: u32, gen_scale: f64) -> Shape {
         let s = u64::from(isl.max(1)) + u64::from(osl.max(1)) / 2 + 1;
-        Shape::generation(u64::from(gen_tokens) * (self.nextn + 1), 1, s, gen_scale, 0, None).with_mode(self.mode)
+        Shape::generation(u64::from(gen_tokens) * (self.nextn + 1), 1, s, gen_scale, 0, None).with_mode(self.mode).with_transfers(self.transfers)
     }
 
     /// One mixed iteration: `ctx_tokens` prefill tokens plus `gen_tokens` decoding requests, ms.
@@ -549,7 +552,7 @@ impl Engine {
         if p1 >= t1 {
             return Err(prefix_error(t1 as i64 - p1 as i64));
         }
-        let shape = Shape::context(1, t1 - p1, p1, seq_scale, None).with_mode(self.mode);
+        let shape = Shape::context(1, t1 - p1, p1, seq_scale, None).with_mode(self.mode).with_transfers(self.transfers);
         let mut shared = 0.0;
         for op in self.context.iter().filter(|o| o.name() != "context_attention") {
             let v = op.eval(&shape)?;
@@ -566,7 +569,7 @@ impl Engine {
             }
             let b2 = ctx.div_ceil(isl);
             let k2 = isl.div_ceil(ctx) as f64;
-            let shape = Shape::context(b2, isl - prefix, prefix, seq_scale, None).with_mode(self.mode);
+            let shape = Shape::context(b2, isl - prefix, prefix, seq_scale, None).with_mode(self.mode).with_transfers(self.transfers);
             let mut local = Folder::default();
             let mut sum = OpValue::zero(Source::Empirical);
             for op in self.context.iter().filter(|o| o.name() == "context_attention") {
@@ -583,7 +586,7 @@ impl Engine {
         let mut dec_attn = 0.0;
         if gen > 0 {
             let s = isl + u64::from(osl) / 2 + 1;
-            let shape = Shape::generation(gen_q, 1, s, gen_scale, 0, None).with_mode(self.mode);
+            let shape = Shape::generation(gen_q, 1, s, gen_scale, 0, None).with_mode(self.mode).with_transfers(self.transfers);
             for op in self.generation.iter().filter(|o| o.name() == "generation_attention") {
                 let v = op.eval(&shape)?;
                 dec_attn += v.latency;
@@ -624,7 +627,7 @@ impl Engine {
         } else {
             Shape::generation(b, 1, s, imbalance, p, x)
         }
-        .with_mode(self.mode);
+        .with_mode(self.mode).with_transfers(self.transfers);
         let mut f = Folder::default();
         Engine::walk(&compiled, &Twins::none(compiled.len()), &shape, Some(&mut f))?;
         Ok(f.into_results())
@@ -633,6 +636,11 @@ impl Engine {
     /// The database mode the engine prices its ops in.
     pub fn database_mode(&self) -> DatabaseMode {
         self.mode
+    }
+
+    /// The transfer kinds the engine's empirical estimates may use (spec 20 §0.4).
+    pub fn transfer_kinds(&self) -> TransferKinds {
+        self.transfers
     }
 
     /// Per-op list of [`Engine::prefill_latency_ms`] (name-folded, spec 40 §8.3).

@@ -61,11 +61,11 @@ impl NativeEstimator {
     }
 
     fn context_shape(&self, batch: u64, s: u64, prefix: u64, x: Option<u64>) -> Shape {
-        Shape::context(batch, s, prefix, 1.0, x).with_mode(self.mode)
+        Shape::context(batch, s, prefix, 1.0, x).with_mode(self.mode).with_transfers(self.engine.transfer_kinds())
     }
 
     fn generation_shape(&self, batch: u64, s: u64, x: Option<u64>) -> Shape {
-        Shape::generation(batch, 1, s, 1.0, 0, x).with_mode(self.mode)
+        Shape::generation(batch, 1, s, 1.0, 0, x).with_mode(self.mode).with_transfers(self.engine.transfer_kinds())
     }
 
     /// The engine behind the estimate.

@@ -13,7 +13,7 @@ use crate::lookup::{anchor_message, Grid, HoldIndex, Miss, Val};
 use crate::spec::{Backend, ContextAttentionOp, DatabaseMode, GenerationAttentionOp};
 
 use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
-use super::{OpValue, Shape, SolSplit, Source};
+use super::{OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// Prefill head-size utilisation ratio of a backend (spec 20 §4.4), log2-interpolated and
 /// clamped at the ends.
@@ -43,12 +43,14 @@ fn prefill_head_ratio(backend: Backend, head: f64) -> f64 {
 /// then the cross-head-size transfer. The transfer's reference head is chosen once, among the
 /// head sizes collected for the key at any window (128 when collected, else the nearest in log
 /// space); a window where that head has no slice is skipped (no other head is tried there).
+/// The transfer is tried only when `xshape` is enabled (spec 20 §4.4 "if `xshape` is enabled").
 /// Returns the grid, the slice's SOL parameters and the reference head of a transfer.
 fn empirical_slice<'t>(
     table: &'t AttentionTable,
     lane_order: &[String],
     key: SliceKey,
     params: &AttentionSolParams,
+    xshape: bool,
 ) -> Option<(&'t Grid, AttentionSolParams, Option<u32>)> {
     let windows: &[u32] = if key.window > 0 { &[key.window, 0] } else { &[0] };
     let at = |head: u32, w: u32| AttentionSolParams { head: f64::from(head), window: f64::from(w), ..*params };
@@ -72,7 +74,7 @@ fn empirical_slice<'t>(
             return Some((grid, at(key.head, w), None));
         }
         // ... then the transfer from the reference head at this window.
-        if let Some(head) = reference() {
+        if let Some(head) = reference().filter(|_| xshape) {
             if let Some((_, grid)) = table.select(lane_order, &SliceKey { head, window: w, ..key }) {
                 return Some((grid, at(head, w), Some(head)));
             }
@@ -227,12 +229,13 @@ impl ContextAttentionEval {
     }
 
     /// The empirical FMHA term: query SOL over the reference slice's utilisation.
-    fn fmha_empirical(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64) -> Result<OpValue> {
+    fn fmha_empirical(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64, transfers: TransferKinds) -> Result<OpValue> {
         let full = s_chunk + p;
         let q = [self.n, full as f64, b as f64];
         let table = self.db.context_attention()?;
         let (grid, ref_params, transfer) =
-            empirical_slice(table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+            empirical_slice(table, &self.lane_order, self.key, params, transfers.allows(ProvenanceTier::Xshape))
+                .ok_or_else(|| not_implemented(&q))?;
         let sample_sol = |c: &[f64]| context_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
         let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
             .ok_or_else(|| not_implemented(&q))?;
@@ -249,10 +252,11 @@ impl ContextAttentionEval {
     }
 
     /// One FMHA term in the shape's database mode.
-    fn term(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64, mode: DatabaseMode) -> Result<OpValue> {
+    fn term(&self, params: &AttentionSolParams, b: u64, s_chunk: u64, p: u64, shape: &Shape) -> Result<OpValue> {
+        let (mode, transfers) = (shape.mode, shape.transfers);
         match mode {
             DatabaseMode::Sol => Ok(SolSplit::leaf(self.fmha_roofline(params, b, s_chunk, p)).value(Source::Sol)),
-            DatabaseMode::Empirical => self.fmha_empirical(params, b, s_chunk, p),
+            DatabaseMode::Empirical => self.fmha_empirical(params, b, s_chunk, p, transfers),
             DatabaseMode::Silicon | DatabaseMode::Hybrid => {
                 let silicon = self
                     .slice
@@ -261,7 +265,7 @@ impl ContextAttentionEval {
                     .and_then(|slice| self.fmha(slice, params, b, s_chunk, p));
                 match silicon {
                     Err(e) if mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
-                        self.fmha_empirical(params, b, s_chunk, p)
+                        self.fmha_empirical(params, b, s_chunk, p, transfers)
                     }
                     other => other,
                 }
@@ -275,14 +279,14 @@ impl ContextAttentionEval {
             return Ok(self.sol_split(shape)?.value(Source::Sol));
         }
         let params = self.sol.as_ref().map_err(Clone::clone)?;
-        let (b, s, p, mode) = (shape.batch, shape.s, shape.prefix, shape.mode);
+        let (b, s, p) = (shape.batch, shape.s, shape.prefix);
         let term = if self.cp_size > 1 {
             let c = s.div_ceil(2 * u64::from(self.cp_size)).max(1);
-            let first = self.term(params, b, c, p, mode)?;
-            let last = self.term(params, b, c, p + s - c.min(s), mode)?;
+            let first = self.term(params, b, c, p, shape)?;
+            let last = self.term(params, b, c, p + s - c.min(s), shape)?;
             first.add(last)
         } else {
-            self.term(params, b, s, p, mode)?
+            self.term(params, b, s, p, shape)?
         };
         let mut out = term.add(OpValue::new(self.extras, 0.0, Source::Empirical));
         if shape.seq_scale != 1.0 {
@@ -374,11 +378,12 @@ impl GenerationAttentionEval {
     }
 
     /// The empirical value at `(b, s)`: query SOL over the reference slice's utilisation.
-    fn empirical(&self, params: &AttentionSolParams, b: f64, s: f64) -> Result<OpValue> {
+    fn empirical(&self, params: &AttentionSolParams, b: f64, s: f64, transfers: TransferKinds) -> Result<OpValue> {
         let q = [self.n, b, s];
         let table = self.db.generation_attention()?;
         let (grid, ref_params, transfer) =
-            empirical_slice(table, &self.lane_order, self.key, params).ok_or_else(|| not_implemented(&q))?;
+            empirical_slice(table, &self.lane_order, self.key, params, transfers.allows(ProvenanceTier::Xshape))
+                .ok_or_else(|| not_implemented(&q))?;
         let sample_sol = |c: &[f64]| generation_attention_sol_ms(&ref_params, c[0], c[1], c[2]);
         let util = util_at(grid.points().map(|(c, l)| (c, l.latency)), &sample_sol, &q)
             .ok_or_else(|| not_implemented(&q))?;
@@ -393,10 +398,10 @@ impl GenerationAttentionEval {
         let b = shape.batch as f64;
         let mut out = match shape.mode {
             DatabaseMode::Sol => return Ok(self.sol_split(shape)?.value(Source::Sol)),
-            DatabaseMode::Empirical => self.empirical(params, b, shape.s as f64)?,
+            DatabaseMode::Empirical => self.empirical(params, b, shape.s as f64, shape.transfers)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(params, shape) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
-                    self.empirical(params, b, shape.s as f64)?
+                    self.empirical(params, b, shape.s as f64, shape.transfers)?
                 }
                 other => other?,
             },

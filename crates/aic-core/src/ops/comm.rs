@@ -10,7 +10,7 @@ use crate::lookup::{anchor_message, Grid};
 use crate::spec::{CommQuant, CustomAllReduceOp, DatabaseMode, NcclOp, P2POp};
 
 use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
-use super::{ceil_div, OpValue, Shape, SolSplit, Source};
+use super::{ceil_div, OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// Empirical estimate on a message-size curve whose samples were measured at `cap` ranks:
 /// `SOL(n) / util`, the util read at the query size with the SOL at `cap` ranks.
@@ -54,7 +54,14 @@ fn allreduce_sol_split(db: &PerfDatabase, tp: u64, elements: f64) -> SolSplit {
 }
 
 /// Custom all-reduce of `elements` over `tp` ranks (unscaled); 0 with tag `empirical` at tp ≤ 1.
-pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant, tp: u64, elements: f64) -> Result<OpValue> {
+pub(crate) fn allreduce(
+    db: &PerfDatabase,
+    mode: DatabaseMode,
+    transfers: TransferKinds,
+    quant: CommQuant,
+    tp: u64,
+    elements: f64,
+) -> Result<OpValue> {
     if tp <= 1 {
         return Ok(OpValue::zero(Source::Empirical));
     }
@@ -75,6 +82,10 @@ pub(crate) fn allreduce(db: &PerfDatabase, mode: DatabaseMode, quant: CommQuant,
         ))
     };
     let empirical = || -> Result<OpValue> {
+        // A smaller measured width standing in for tp is an xshape transfer.
+        if tp_eff != tp && !transfers.allows(ProvenanceTier::Xshape) {
+            return Err(not_implemented(&[elements]));
+        }
         let curve = table.curve(quant, tp_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| allreduce_sol(db, e, n), tp, tp_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
@@ -111,7 +122,15 @@ fn nccl_sol_split(db: &PerfDatabase, dtype: CommQuant, operation: &str, gpus: u6
 }
 
 /// NCCL collective of `elements` over `gpus` ranks (unscaled); 0 for one GPU.
-pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, operation: &str, gpus: u64, elements: f64) -> Result<OpValue> {
+pub(crate) fn nccl(
+    db: &PerfDatabase,
+    mode: DatabaseMode,
+    transfers: TransferKinds,
+    dtype: CommQuant,
+    operation: &str,
+    gpus: u64,
+    elements: f64,
+) -> Result<OpValue> {
     if gpus <= 1 {
         let source = if mode == DatabaseMode::Sol { Source::Sol } else { Source::Empirical };
         return Ok(OpValue::zero(source));
@@ -135,6 +154,10 @@ pub(crate) fn nccl(db: &PerfDatabase, mode: DatabaseMode, dtype: CommQuant, oper
             ))
         })?;
         let n_eff = gpus.min(cap);
+        // A smaller measured width standing in for num_gpus is an xshape transfer.
+        if n_eff != gpus && !transfers.allows(ProvenanceTier::Xshape) {
+            return Err(not_implemented(&[elements]));
+        }
         let curve = table.curve(dtype, operation, n_eff).ok_or_else(|| not_implemented(&[elements]))?;
         let ms = curve_estimate(curve, elements, &|e, n| nccl_sol(db, dtype, operation, e, n), gpus, n_eff)
             .ok_or_else(|| not_implemented(&[elements]))?;
@@ -239,7 +262,7 @@ impl CustomAllReduceEval {
     /// Table curve at `ceil(x / seq_split) · hidden` elements; 0 at `tp ≤ 1`.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        Ok(allreduce(&self.db, shape.mode, self.quant, self.tp, size)?.finish(self.scale_factor))
+        Ok(allreduce(&self.db, shape.mode, shape.transfers, self.quant, self.tp, size)?.finish(self.scale_factor))
     }
 
     /// The SOL-mode answer with its parts: `(time, 0, 0)` (spec 20 §0.7).
@@ -279,7 +302,7 @@ impl NcclEval {
     /// NCCL curve at `min(num_gpus, max collected)`, scaled beyond it; 0 for one GPU.
     pub fn eval(&self, shape: &Shape) -> Result<OpValue> {
         let size = ceil_div(shape.x, self.seq_split) as f64 * self.hidden;
-        Ok(nccl(&self.db, shape.mode, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
+        Ok(nccl(&self.db, shape.mode, shape.transfers, self.dtype, &self.operation, self.gpus, size)?.finish(self.scale_factor))
     }
 
     /// The SOL-mode answer with its parts: `(0, time)` (spec 20 §0.7).

@@ -22,7 +22,7 @@ use crate::spec::{CommQuant, DatabaseMode, DsaOp, FlopsKey, GemmQuant};
 use super::comm::nccl;
 use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
 use super::util_levels::gemm_util_level;
-use super::{by_mode, OpValue, Shape, SolSplit, Source};
+use super::{by_mode, OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// The architecture string of GLM-5.x.
 pub const GLM_ARCH: &str = "GlmMoeDsaForCausalLM";
@@ -242,8 +242,9 @@ impl DsaEval {
         self.quant_transfer = true;
     }
 
-    /// The sibling slice of [`DsaEval::allow_quant_transfer`] for one part and bucket, if any.
-    fn sibling(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket) -> Option<Sibling<'_>> {
+    /// The sibling slice of [`DsaEval::allow_quant_transfer`] for one part and bucket, if any;
+    /// the `xquant` and `xprofile` rungs only when `transfers` enables them.
+    fn sibling(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket, transfers: TransferKinds) -> Option<Sibling<'_>> {
         let table = self.table(part).ok()?;
         let query = self.op.gemm_quant_mode;
         let profile = |g: GemmQuant| (g.bytes_per_elem(), g.compute_multiplier());
@@ -254,7 +255,8 @@ impl DsaEval {
             .filter(|(k, _)| k[..3] == self.key[..3] && k[3] != self.key[3])
             .filter_map(|(k, slice)| Some((GemmQuant::parse(&k[3])?, slice.grid(bucket)?)))
             .collect();
-        if let Some((_, grid)) = candidates.iter().find(|(g, _)| profile(*g) == own) {
+        let same_profile = candidates.iter().find(|(g, _)| profile(*g) == own);
+        if let Some((_, grid)) = same_profile.filter(|_| transfers.allows(ProvenanceTier::Xquant)) {
             return Some(Sibling { grid, rates: *r, util_scale: 1.0, tier: ProvenanceTier::Xquant });
         }
         let mut others: Vec<(f64, f64, GemmQuant, &Grid)> = candidates
@@ -265,6 +267,9 @@ impl DsaEval {
             })
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        if !transfers.allows(ProvenanceTier::Xprofile) {
+            return None;
+        }
         others.into_iter().find_map(|(_, _, g, grid)| {
             let f_gemm = self.db.system.flops(g.as_str(), g.flops_key()).ok()?;
             Some(Sibling {
@@ -385,12 +390,22 @@ impl DsaEval {
 
     /// The utilisation estimate of one part (spec 32 §5.6), from a sibling slice when the op's
     /// own slice is missing and [`DsaEval::allow_quant_transfer`] is on.
-    fn empirical(&self, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
+    #[allow(clippy::too_many_arguments)]
+    fn empirical(
+        &self,
+        r: &DsaRates,
+        part: DsaPart,
+        bucket: DsaBucket,
+        b: u64,
+        s: u64,
+        p: u64,
+        transfers: TransferKinds,
+    ) -> Result<OpValue> {
         let latency_sol = self.roofline(r, b, s, p, part).ms();
         // (no error text built for a miss: the empirical estimate handles it)
         let own = self.table(part).ok().and_then(|t| t.slice(&self.key)).and_then(|slice| slice.grid(bucket));
         if own.is_none() && self.quant_transfer {
-            if let Some(sib) = self.sibling(r, part, bucket) {
+            if let Some(sib) = self.sibling(r, part, bucket, transfers) {
                 let util = self.utilisation(Some(sib.grid), &sib.rates, part, b, s, p)?;
                 return Ok(estimate(latency_sol / (util * sib.util_scale), sib.tier));
             }
@@ -492,12 +507,12 @@ impl DsaEval {
 
     /// One part in a non-SOL database mode.
     #[allow(clippy::too_many_arguments)]
-    fn part(&self, mode: DatabaseMode, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
+    fn part(&self, shape: &Shape, r: &DsaRates, part: DsaPart, bucket: DsaBucket, b: u64, s: u64, p: u64) -> Result<OpValue> {
         by_mode(
-            mode,
+            shape.mode,
             || Ok(OpValue::new(self.roofline(r, b, s, p, part).ms(), 0.0, Source::Sol)),
             || self.silicon(r, part, bucket, b, s, p),
-            || self.empirical(r, part, bucket, b, s, p),
+            || self.empirical(r, part, bucket, b, s, p, shape.transfers),
         )
     }
 
@@ -526,11 +541,11 @@ impl DsaEval {
             return Ok(self.sol_split_at(&r, b, s, p).value(Source::Sol));
         }
         let w = self.effective_frac()?;
-        let full = self.part(shape.mode, &r, DsaPart::Full, DsaBucket::Trtllm, b, s, p)?;
+        let full = self.part(shape, &r, DsaPart::Full, DsaBucket::Trtllm, b, s, p)?;
         let v = if w >= 1.0 {
             full
         } else {
-            let skip = self.part(shape.mode, &r, DsaPart::Skip, DsaBucket::Trtllm, b, s, p)?;
+            let skip = self.part(shape, &r, DsaPart::Skip, DsaBucket::Trtllm, b, s, p)?;
             OpValue::new(
                 w * full.latency + (1.0 - w) * skip.latency,
                 w * full.energy + (1.0 - w) * skip.energy,
@@ -604,7 +619,7 @@ impl DsaEval {
         let base = if mode == DatabaseMode::Sol {
             self.roofline(&r, b, per, p, part).ms()
         } else {
-            self.part(mode, &r, part, DsaBucket::FlashmlaKv, b, per, p)?.latency
+            self.part(shape, &r, part, DsaBucket::FlashmlaKv, b, per, p)?.latency
         };
         let mut lat = base;
         if let Some(tables) = sparse {
@@ -620,7 +635,7 @@ impl DsaEval {
         }
         let tokens = (b * s) as f64;
         let gather = |width: u128| -> Result<f64> {
-            Ok(nccl(&self.db, mode, CommQuant::Half, "all_gather", u64::from(cp), tokens * width as f64)?.latency)
+            Ok(nccl(&self.db, mode, shape.transfers, CommQuant::Half, "all_gather", u64::from(cp), tokens * width as f64)?.latency)
         };
         let ag_k = if skip { 0.0 } else { gather(self.dims.ihd)? };
         let ag_l = gather(self.dims.kv_lora + self.dims.qk_rope)?;

@@ -19,7 +19,7 @@ use crate::spec::{CommQuant, DatabaseMode, Dsv4Kind, Dsv4Op, FlopsKey, KvQuant};
 use super::comm::nccl;
 use super::dsa::sparse_lookup;
 use super::empirical::{estimate, not_implemented, util_at, ProvenanceTier};
-use super::{by_mode, OpValue, Shape, SolSplit, Source};
+use super::{by_mode, OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// Rates and element widths of a DSV4 SOL.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -362,7 +362,7 @@ impl Dsv4Eval {
         let (b, s) = (shape.batch, shape.s);
         let p = if self.context { shape.prefix } else { 0 };
         if self.context && self.op.cp_size > 1 {
-            return self.eval_cp(shape.mode, &r, b, s, p);
+            return self.eval_cp(shape.mode, shape.transfers, &r, b, s, p);
         }
         Ok(self.module(shape.mode, &r, b, s, p)?.finish(self.op.scale_factor))
     }
@@ -392,14 +392,14 @@ impl Dsv4Eval {
     }
 
     /// The context-parallel composition (spec 34 §5.6): tag `estimated`, no clamp.
-    fn eval_cp(&self, mode: DatabaseMode, r: &Dsv4Rates, b: u64, s: u64, p: u64) -> Result<OpValue> {
+    fn eval_cp(&self, mode: DatabaseMode, transfers: TransferKinds, r: &Dsv4Rates, b: u64, s: u64, p: u64) -> Result<OpValue> {
         let c = self.op.cp_size;
         let pc = s.div_ceil(u64::from(c)).max(1);
         let mut lat = self.module(mode, r, b, pc, p)?.latency;
         let d = u64::from(self.op.head_dim);
         let cf = f64::from(c);
         let ag = |e: u64| -> Result<f64> {
-            Ok(nccl(&self.db, mode, CommQuant::Half, "all_gather", u64::from(c), e as f64)?.latency)
+            Ok(nccl(&self.db, mode, transfers, CommQuant::Half, "all_gather", u64::from(c), e as f64)?.latency)
         };
         match self.op.attn_kind {
             Dsv4Kind::Csa => {

@@ -12,7 +12,7 @@ use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
 use super::empirical::{estimate as estimated, not_implemented, util_at, util_near, ProvenanceTier};
 use super::util_levels::gemm_util_level;
-use super::{ceil_div, OpValue, Shape, SolSplit, Source};
+use super::{ceil_div, OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// Compiled `Gemm`.
 #[derive(Debug)]
@@ -99,10 +99,10 @@ impl GemmEval {
                 let source = if self.quant == GemmQuant::Fp8Static { Source::Estimated } else { Source::Sol };
                 return Ok(self.sol_split(shape)?.value(source));
             }
-            DatabaseMode::Empirical => self.empirical(m, flops)?,
+            DatabaseMode::Empirical => self.empirical(m, flops, shape.transfers)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(m, shape.mode, &sol) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
-                    self.empirical(m, flops)?
+                    self.empirical(m, flops, shape.transfers)?
                 }
                 other => other?,
             },
@@ -153,8 +153,8 @@ impl GemmEval {
 
     /// The empirical estimate (spec 20 §1.3): the quant's own points, else the first table quant
     /// with the same (bytes, compute) profile, else the nearest other profile scaled by the
-    /// utilisation levels.
-    fn empirical(&self, m: f64, flops: f64) -> Result<OpValue> {
+    /// utilisation levels. A rung whose kind `transfers` disables is skipped.
+    fn empirical(&self, m: f64, flops: f64, transfers: TransferKinds) -> Result<OpValue> {
         let table = self.table.as_ref().map_err(Clone::clone)?;
         let q = [m, self.n as f64, self.k as f64];
         let query_profile = (self.quant.bytes_per_elem(), self.quant.compute_multiplier());
@@ -173,7 +173,8 @@ impl GemmEval {
         }
         let profile = |name: &str| GemmQuant::parse(name).map(|g| (g.bytes_per_elem(), g.compute_multiplier()));
         // xquant: same profile, query SOL.
-        for name in table.available() {
+        let xquant = if transfers.allows(ProvenanceTier::Xquant) { table.available() } else { Vec::new() };
+        for name in xquant {
             if profile(name) == Some(query_profile) {
                 if let Some(util) = estimate(name, &query_sol) {
                     return Ok(estimated(query_sol(&q) / util, ProvenanceTier::Xquant));
@@ -191,6 +192,9 @@ impl GemmEval {
             })
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        if !transfers.allows(ProvenanceTier::Xprofile) {
+            others.clear();
+        }
         for (_, _, name, g) in others {
             let Ok(ref_flops) = self.db.system.flops(g.as_str(), g.flops_key()) else { continue };
             let ref_sol = sol_with(ref_flops, g.bytes_per_elem());

@@ -20,6 +20,7 @@ mod sol_split;
 pub mod util_levels;
 mod msa;
 mod kda;
+mod transfer;
 
 use std::sync::Arc;
 
@@ -42,6 +43,7 @@ pub use moe::{moe_sol_ms, MoeDispatchEval, MoeEval};
 pub use sol_split::SolSplit;
 pub use kda::{kda_coordinates, kda_sol_ms, KdaEval};
 pub use msa::{msa_roofline, MsaEval, MsaRates, MSA_ARCH};
+pub use transfer::TransferKinds;
 
 /// Provenance of a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -161,6 +163,8 @@ pub struct Shape {
     pub gen_scale: f64,
     /// Where numbers come from (tables, roofline, utilisation estimates).
     pub mode: DatabaseMode,
+    /// The transfer kinds the empirical estimates may use (spec 20 §0.4; default all).
+    pub transfers: TransferKinds,
 }
 
 impl Shape {
@@ -176,6 +180,7 @@ impl Shape {
             seq_scale,
             gen_scale: 1.0,
             mode: DatabaseMode::Silicon,
+            transfers: TransferKinds::ALL,
         }
     }
 
@@ -191,12 +196,18 @@ impl Shape {
             seq_scale: 1.0,
             gen_scale,
             mode: DatabaseMode::Silicon,
+            transfers: TransferKinds::ALL,
         }
     }
 
     /// The same shape under another database mode.
     pub fn with_mode(self, mode: DatabaseMode) -> Shape {
         Shape { mode, ..self }
+    }
+
+    /// The same shape under another transfer policy.
+    pub fn with_transfers(self, transfers: TransferKinds) -> Shape {
+        Shape { transfers, ..self }
     }
 
     /// True in the analytic roofline mode.

@@ -12,7 +12,7 @@ use crate::spec::{Backend, CommQuant, DatabaseMode, DispatchFlavor, MoeDispatchO
 
 use super::comm::{allreduce, nccl};
 use super::empirical::{estimate, nearest_candidate, not_implemented, util_at, ProvenanceTier};
-use super::{OpValue, Shape, SolSplit, Source};
+use super::{OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// MoE SOL in ms at `tokens` (integer arithmetic, floor divisions left to right; spec 20 §10.2).
 #[allow(clippy::too_many_arguments)]
@@ -224,8 +224,9 @@ impl MoeEval {
     }
 
     /// The empirical estimate (spec 20 §10.3): own curve, else the nearest shape of the same
-    /// quant (xshape), of a same-profile quant (xquant), or of another profile (xprofile).
-    fn empirical(&self, tokens: u64, flops: f64) -> Result<OpValue> {
+    /// quant (xshape), of a same-profile quant (xquant), or of another profile (xprofile). A
+    /// rung whose kind `transfers` disables finds no candidate, so the ladder moves on.
+    fn empirical(&self, tokens: u64, flops: f64, transfers: TransferKinds) -> Result<OpValue> {
         let t = tokens as f64;
         let table = self.table.as_ref().map_err(Clone::clone)?;
         let (curves, chosen) = self.choose(table, tokens);
@@ -262,9 +263,11 @@ impl MoeEval {
         };
         let profile = |q: MoeQuant| (q.bytes_per_elem(), q.compute_multiplier());
         // xshape, then xquant.
-        let same = candidates(quant.as_str());
+        let same = if transfers.allows(ProvenanceTier::Xshape) { candidates(quant.as_str()) } else { Vec::new() };
         let tier = if same.is_empty() { ProvenanceTier::Xquant } else { ProvenanceTier::Xshape };
-        let pool: Vec<&MoeKey> = if same.is_empty() {
+        let pool: Vec<&MoeKey> = if same.is_empty() && !transfers.allows(ProvenanceTier::Xquant) {
+            Vec::new()
+        } else if same.is_empty() {
             curves
                 .quants()
                 .into_iter()
@@ -289,6 +292,9 @@ impl MoeEval {
             .map(|q| ((q.bytes_per_elem() - qb).abs() + (q.compute_multiplier() - qc).abs(), q))
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !transfers.allows(ProvenanceTier::Xprofile) {
+            others.clear();
+        }
         for (_, reference) in others {
             let Ok(ref_flops) = self.db.system.flops(reference.as_str(), reference.flops_key()) else { continue };
             let Some(key) = nearest(&candidates(reference.as_str())) else { continue };
@@ -306,10 +312,10 @@ impl MoeEval {
         let tokens = shape.x * u64::from(self.op.attention_dp_size.max(1));
         let value = match shape.mode {
             DatabaseMode::Sol => return Ok(self.sol_split(shape)?.value(Source::Sol)),
-            DatabaseMode::Empirical => self.empirical(tokens, flops)?,
+            DatabaseMode::Empirical => self.empirical(tokens, flops, shape.transfers)?,
             DatabaseMode::Silicon | DatabaseMode::Hybrid => match self.silicon(tokens, flops) {
                 Err(e) if shape.mode == DatabaseMode::Hybrid && e.is_perf_data_missing() => {
-                    self.empirical(tokens, flops)?
+                    self.empirical(tokens, flops, shape.transfers)?
                 }
                 other => other?,
             },
@@ -355,8 +361,11 @@ impl MoeDispatchEval {
         let attn_tp = (gpus / attn_dp).max(1);
         let half = CommQuant::Half;
         let mode = shape.mode;
-        let ar = |n: u64, t: u64| allreduce(db, mode, half, n, t as f64 * hidden).map(|v| v.latency);
-        let nc = |op: &str, n: u64, t: u64, per_token: f64| nccl(db, mode, half, op, n, t as f64 * per_token).map(|v| v.latency);
+        let transfers = shape.transfers;
+        let ar = |n: u64, t: u64| allreduce(db, mode, transfers, half, n, t as f64 * hidden).map(|v| v.latency);
+        let nc = |op: &str, n: u64, t: u64, per_token: f64| {
+            nccl(db, mode, transfers, half, op, n, t as f64 * per_token).map(|v| v.latency)
+        };
         let gather_or_scatter = if o.pre_dispatch { "all_gather" } else { "reduce_scatter" };
         let latency = match o.flavor {
             DispatchFlavor::RetiredDeepEp => {

@@ -18,7 +18,7 @@ use crate::spec::{DatabaseMode, FlopsKey, MsaOp};
 
 use super::dsa::{context_roofline as dsa_context_roofline, generation_roofline as dsa_generation_roofline};
 use super::empirical::{estimate, ProvenanceTier};
-use super::{DsaDims, DsaRates, OpValue, Shape, SolSplit, Source};
+use super::{DsaDims, DsaRates, OpValue, Shape, SolSplit, Source, TransferKinds};
 
 /// The architecture of every shipped MSA row.
 pub const MSA_ARCH: &str = "MiniMaxM3ForCausalLM";
@@ -235,7 +235,15 @@ impl MsaEval {
     }
 
     /// The cross-op transfer (spec 36 §5.5): `SOL_msa / (util_dsa · dsa_scale_k)`, unscaled.
-    fn xop(&self, sol: f64, b: u64, s: u64, p: u64) -> Result<OpValue> {
+    /// Disabled by a transfer policy without `xop`: MSA then has no empirical answer.
+    fn xop(&self, sol: f64, b: u64, s: u64, p: u64, transfers: TransferKinds) -> Result<OpValue> {
+        if !transfers.allows(ProvenanceTier::Xop) {
+            return Err(AicError::EmpiricalNotImplemented(format!(
+                "MSA {}: no measured MSA data and the transfer policy disables the cross-op (xop) \
+                 transfer from DSA; enable xop in transfer_policy or use SILICON/SOL data.",
+                self.phase()
+            )));
+        }
         let util = self.dsa_util(b, s, p).ok_or_else(|| {
             AicError::EmpiricalNotImplemented(format!(
                 "MSA {}: no DSA util to transfer from (arch={}, b={b}, s={s}); collect MSA/DSA data or set \
@@ -257,10 +265,10 @@ impl MsaEval {
             DatabaseMode::Sol => OpValue::new(sol(), 0.0, Source::Sol),
             DatabaseMode::Silicon => silicon()?,
             DatabaseMode::Hybrid => match silicon() {
-                Err(e) if e.is_perf_data_missing() => self.xop(sol(), b, s, p)?,
+                Err(e) if e.is_perf_data_missing() => self.xop(sol(), b, s, p, shape.transfers)?,
                 other => other?,
             },
-            DatabaseMode::Empirical => self.xop(sol(), b, s, p)?,
+            DatabaseMode::Empirical => self.xop(sol(), b, s, p, shape.transfers)?,
         };
         Ok(v.finish(self.op.scale_factor))
     }
