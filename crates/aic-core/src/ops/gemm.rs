@@ -2,15 +2,16 @@
 //! / seq_split)`, the SOL fallback for `below_grid_sol` shapes, and `fp8_static` priced as the
 //! fp8 GEMM minus the quantisation kernels.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::data::tables::{GemmTable, PerfDatabase, QuantizeKernel, QuantizeTable};
 use crate::error::{AicError, Result};
+use crate::fast_hash::FastHashMap;
 use crate::lookup::sol::{gemm_roofline, gemm_sol_ms};
 use crate::lookup::{anchor_message, Miss, NeighbourOrder};
 use crate::spec::{DatabaseMode, GemmOp, GemmQuant};
 
-use super::empirical::{estimate as estimated, not_implemented, util_at, util_near, ProvenanceTier};
+use super::empirical::{estimate as estimated, not_implemented, util_near, ProvenanceTier, Samples};
 use super::util_levels::gemm_util_level;
 use super::{ceil_div, OpValue, Shape, SolSplit, Source, TransferKinds};
 
@@ -37,6 +38,10 @@ pub struct GemmEval {
     /// `fp8_static` only: the compute-scale and (with low-precision input) scale-matrix tables.
     quantize: Vec<Result<Arc<QuantizeTable>>>,
     db: Arc<PerfDatabase>,
+    /// The empirical estimate's prepared samples by (table quant, FLOPS, bytes per element):
+    /// they depend on the slice and the roofline only, and a sweep asks many shapes, so each
+    /// slice's SOLs and logarithms are computed once per op instead of at every query.
+    samples: Mutex<FastHashMap<(String, u64, u64), Option<Arc<Samples>>>>,
 }
 
 impl GemmEval {
@@ -77,6 +82,7 @@ impl GemmEval {
             neighbours,
             quantize,
             db: db.clone(),
+            samples: Mutex::new(FastHashMap::default()),
         }
     }
 
@@ -151,6 +157,20 @@ impl GemmEval {
         }
     }
 
+    /// The prepared samples of table quant `name` under the roofline with `flops` and `bpe`
+    /// (`None`: no such slice, or no usable sample), prepared on first use.
+    fn samples_of(&self, table: &GemmTable, name: &str, flops: f64, bpe: f64) -> Option<Arc<Samples>> {
+        let key = (name.to_string(), flops.to_bits(), bpe.to_bits());
+        if let Some(hit) = self.samples.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return hit.clone();
+        }
+        let mem_bw = self.mem_bw;
+        let sol = move |c: &[f64]| gemm_sol_ms(c[0], c[1], c[2], flops, bpe, mem_bw);
+        let prepared = table.quant(name).and_then(|slice| Samples::prepare(slice.points_in_key_order(), &sol, 3)).map(Arc::new);
+        self.samples.lock().unwrap_or_else(|p| p.into_inner()).insert(key, prepared.clone());
+        prepared
+    }
+
     /// The empirical estimate (spec 20 §1.3): the quant's own points, else the first table quant
     /// with the same (bytes, compute) profile, else the nearest other profile scaled by the
     /// utilisation levels. A rung whose kind `transfers` disables is skipped.
@@ -163,12 +183,13 @@ impl GemmEval {
             move |c: &[f64]| gemm_sol_ms(c[0], c[1], c[2], flops, bpe, mem_bw)
         };
         let query_sol = sol_with(flops, self.quant.bytes_per_elem());
-        let estimate = |name: &str, sol: &dyn Fn(&[f64]) -> f64| -> Option<f64> {
-            util_at(table.quant(name)?.points_in_key_order(), sol, &q)
+        let query_bpe = self.quant.bytes_per_elem();
+        let estimate = |name: &str, flops: f64, bpe: f64| -> Option<f64> {
+            Some(self.samples_of(table, name, flops, bpe)?.util_near(&q, 2))
         };
         // Own quant.
         if table.quant(self.quant.table_name()).is_some() {
-            let util = estimate(self.quant.table_name(), &query_sol).ok_or_else(|| not_implemented(&q))?;
+            let util = estimate(self.quant.table_name(), flops, query_bpe).ok_or_else(|| not_implemented(&q))?;
             return Ok(estimated(query_sol(&q) / util, ProvenanceTier::Empirical));
         }
         let profile = |name: &str| GemmQuant::parse(name).map(|g| (g.bytes_per_elem(), g.compute_multiplier()));
@@ -176,7 +197,7 @@ impl GemmEval {
         let xquant = if transfers.allows(ProvenanceTier::Xquant) { table.available() } else { Vec::new() };
         for name in xquant {
             if profile(name) == Some(query_profile) {
-                if let Some(util) = estimate(name, &query_sol) {
+                if let Some(util) = estimate(name, flops, query_bpe) {
                     return Ok(estimated(query_sol(&q) / util, ProvenanceTier::Xquant));
                 }
             }
@@ -197,8 +218,7 @@ impl GemmEval {
         }
         for (_, _, name, g) in others {
             let Ok(ref_flops) = self.db.system.flops(g.as_str(), g.flops_key()) else { continue };
-            let ref_sol = sol_with(ref_flops, g.bytes_per_elem());
-            if let Some(util) = estimate(name, &ref_sol) {
+            if let Some(util) = estimate(name, ref_flops, g.bytes_per_elem()) {
                 let scale = gemm_util_level(self.quant) / gemm_util_level(g);
                 return Ok(estimated(query_sol(&q) / (util * scale), ProvenanceTier::Xprofile));
             }
